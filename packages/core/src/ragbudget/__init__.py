@@ -1,0 +1,43 @@
+"""ragbudget: fit retrieved context into an LLM's token budget.
+
+The core: token counters (`get_counter`), `fit()` for ranked chunks with truthful truncation
+metadata, head/tail truncation of tool output with continuation notices, and token-aware
+chunking for ingestion (`chunk_text`, with the `split` extra).
+"""
+
+from ragbudget.budget import CUT_MARKER, fit, rank_chunks
+from ragbudget.counters import (
+    CallableCounter,
+    CharsCounter,
+    CounterSpec,
+    EstimateCounter,
+    HFCounter,
+    TiktokenCounter,
+    TokenCounter,
+    count_many,
+    get_counter,
+)
+from ragbudget.models import BudgetResult, Chunk, TruncationInfo
+from ragbudget.truncate import TextTruncation, truncate_head, truncate_tail
+
+__all__ = [
+    "CUT_MARKER",
+    "BudgetResult",
+    "CallableCounter",
+    "CharsCounter",
+    "Chunk",
+    "CounterSpec",
+    "EstimateCounter",
+    "HFCounter",
+    "TextTruncation",
+    "TiktokenCounter",
+    "TokenCounter",
+    "TruncationInfo",
+    "count_many",
+    "fit",
+    "get_counter",
+    "rank_chunks",
+    "truncate_head",
+    "truncate_tail",
+]
+__version__ = "0.1.0"

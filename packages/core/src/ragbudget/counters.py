@@ -1,0 +1,240 @@
+"""Token counters: one small protocol, several backends, one factory (`get_counter`)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from ragbudget._estimate import estimate_tokens
+
+__all__ = [
+    "CallableCounter",
+    "CharsCounter",
+    "CounterSpec",
+    "EstimateCounter",
+    "HFCounter",
+    "TiktokenCounter",
+    "TokenCounter",
+    "count_many",
+    "get_counter",
+]
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """Anything that counts tokens. Backends with a faster batch path add `count_batch`."""
+
+    @property
+    def name(self) -> str:
+        """A short name reported in `TruncationInfo.counter`, e.g. 'tiktoken:cl100k_base'."""
+        ...
+
+    @property
+    def exact(self) -> bool:
+        """True only for a real tokenizer; estimates say False."""
+        ...
+
+    def count(self, text: str) -> int:
+        """Number of tokens in `text` (>= 0)."""
+        ...
+
+
+def count_many(counter: TokenCounter, texts: Sequence[str]) -> list[int]:
+    """Count each text, through the counter's batch method when it has one."""
+    batch = getattr(counter, "count_batch", None)
+    if batch is not None and len(texts) > 1:
+        return list(batch(list(texts)))
+    return [counter.count(text) for text in texts]
+
+
+class EstimateCounter:
+    """The default: a dependency-free estimate calibrated against real tokenizers."""
+
+    name = "estimate"
+    exact = False
+
+    def count(self, text: str) -> int:
+        return estimate_tokens(text)
+
+    def __repr__(self) -> str:
+        return "EstimateCounter()"
+
+
+class CharsCounter:
+    """The `len(text) // n` rule of thumb, for comparison and for callers who want it."""
+
+    exact = False
+
+    def __init__(self, chars_per_token: int = 4) -> None:
+        if isinstance(chars_per_token, bool) or not isinstance(chars_per_token, int):
+            msg = f"chars_per_token must be a positive int, got {chars_per_token!r}"
+            raise TypeError(msg)
+        if chars_per_token < 1:
+            msg = f"chars_per_token must be >= 1, got {chars_per_token}"
+            raise ValueError(msg)
+        self.chars_per_token = chars_per_token
+        self.name = f"chars:{chars_per_token}"
+
+    def count(self, text: str) -> int:
+        return len(text) // self.chars_per_token
+
+    def __repr__(self) -> str:
+        return f"CharsCounter({self.chars_per_token})"
+
+
+_TIKTOKEN_HELP = (
+    "tiktoken could not load encoding {enc!r} ({err}). tiktoken downloads its BPE files on "
+    "first use; offline, set TIKTOKEN_CACHE_DIR to a folder that holds them (llama-index-core "
+    "ships cl100k_base and o200k_base in llama_index/core/_static/tiktoken_cache)."
+)
+
+
+class TiktokenCounter:
+    """Exact counts with an OpenAI encoding (`pip install 'ragbudget[tiktoken]'`)."""
+
+    exact = True
+
+    def __init__(self, encoding: str = "cl100k_base") -> None:
+        try:
+            import tiktoken
+        except ImportError as exc:  # pragma: no cover - exercised by the missing-extra test
+            msg = "the 'tiktoken' counter needs tiktoken: pip install 'ragbudget[tiktoken]'"
+            raise ImportError(msg) from exc
+        try:
+            enc = tiktoken.get_encoding(encoding)
+        except ValueError:
+            try:
+                enc = tiktoken.encoding_for_model(encoding)
+            except KeyError:
+                msg = (
+                    f"unknown tiktoken encoding or model {encoding!r}; "
+                    f"known encodings: {', '.join(tiktoken.list_encoding_names())}"
+                )
+                raise ValueError(msg) from None
+            except Exception as exc:
+                raise RuntimeError(_TIKTOKEN_HELP.format(enc=encoding, err=exc)) from exc
+        except Exception as exc:
+            raise RuntimeError(_TIKTOKEN_HELP.format(enc=encoding, err=exc)) from exc
+        self._enc = enc
+        self.encoding = enc.name
+        self.name = f"tiktoken:{enc.name}"
+
+    def count(self, text: str) -> int:
+        return len(self._enc.encode_ordinary(text))
+
+    def count_batch(self, texts: list[str]) -> list[int]:
+        return [len(ids) for ids in self._enc.encode_ordinary_batch(texts)]
+
+    def __repr__(self) -> str:
+        return f"TiktokenCounter({self.encoding!r})"
+
+
+class HFCounter:
+    """Exact counts with a Hugging Face `tokenizers` tokenizer (`ragbudget[hf]`)."""
+
+    exact = True
+
+    def __init__(self, tokenizer: Any, *, name: str | None = None) -> None:
+        try:
+            from tokenizers import Tokenizer
+        except ImportError as exc:  # pragma: no cover - exercised by the missing-extra test
+            msg = "the 'hf' counter needs tokenizers: pip install 'ragbudget[hf]'"
+            raise ImportError(msg) from exc
+        if isinstance(tokenizer, str | os.PathLike):
+            path = Path(tokenizer)
+            if not path.is_file():
+                msg = f"hf tokenizer file not found: {str(path)!r} (give a tokenizer.json path)"
+                raise FileNotFoundError(msg)
+            tokenizer = Tokenizer.from_file(str(path))
+            name = name or f"hf:{path.name}"
+        if not isinstance(tokenizer, Tokenizer):
+            msg = f"tokenizer must be a tokenizers.Tokenizer or a path, got {type(tokenizer).__name__}"
+            raise TypeError(msg)
+        self._tok = tokenizer
+        self.name = name or "hf:tokenizer"
+
+    def count(self, text: str) -> int:
+        return len(self._tok.encode(text, add_special_tokens=False).ids)
+
+    def count_batch(self, texts: list[str]) -> list[int]:
+        encs = self._tok.encode_batch(texts, add_special_tokens=False)
+        return [len(e.ids) for e in encs]
+
+    def __repr__(self) -> str:
+        return f"HFCounter(name={self.name!r})"
+
+
+class CallableCounter:
+    """Wraps any `Callable[[str], int]`; its results are checked (int, >= 0)."""
+
+    def __init__(self, fn: Callable[[str], int], *, name: str | None = None, exact: bool = False) -> None:
+        if not callable(fn):
+            msg = f"counter must be callable, got {type(fn).__name__}"
+            raise TypeError(msg)
+        self._fn = fn
+        self.exact = exact
+        self.name = name or f"callable:{getattr(fn, '__qualname__', type(fn).__name__)}"
+
+    def count(self, text: str) -> int:
+        value = self._fn(text)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            msg = f"counter {self.name} must return an int >= 0, got {value!r}"
+            raise ValueError(msg)
+        return value
+
+    def __repr__(self) -> str:
+        return f"CallableCounter(name={self.name!r})"
+
+
+CounterSpec = TokenCounter | str | Callable[[str], int] | None
+"""What `get_counter` (and every `counter=` argument) accepts."""
+
+
+@lru_cache(maxsize=32)
+def _from_string(spec: str) -> TokenCounter:
+    kind, _, arg = spec.partition(":")
+    kind = kind.strip().lower()
+    if kind == "estimate" and not arg:
+        return EstimateCounter()
+    if kind == "chars":
+        try:
+            n = int(arg) if arg else 4
+        except ValueError:
+            msg = f"counter spec {spec!r}: 'chars:N' needs a whole number N, e.g. 'chars:4'"
+            raise ValueError(msg) from None
+        return CharsCounter(n)
+    if kind == "tiktoken":
+        return TiktokenCounter(arg or "cl100k_base")
+    if kind == "hf" and arg:
+        return HFCounter(arg)
+    msg = (
+        f"unknown counter spec {spec!r}: use 'estimate', 'chars:N', 'tiktoken:<encoding or model>', "
+        "'hf:<path to tokenizer.json>', a tokenizers.Tokenizer, or a callable str -> int"
+    )
+    raise ValueError(msg)
+
+
+def get_counter(spec: CounterSpec = None) -> TokenCounter:
+    """Build a token counter from a spec.
+
+    - `None` or `"estimate"`: the dependency-free estimator (the default everywhere).
+    - `"chars:N"`: `len(text) // N`.
+    - `"tiktoken:<encoding or model>"`, e.g. `"tiktoken:cl100k_base"`, `"tiktoken:gpt-4o"`.
+    - `"hf:<path to tokenizer.json>"`, or a `tokenizers.Tokenizer` instance.
+    - any `TokenCounter`, returned as is; any other callable `str -> int`.
+    """
+    if spec is None:
+        return _from_string("estimate")
+    if isinstance(spec, str):
+        return _from_string(spec.strip())
+    if isinstance(spec, TokenCounter):
+        return spec
+    if type(spec).__module__.startswith("tokenizers"):
+        return HFCounter(spec)
+    if callable(spec):
+        return CallableCounter(spec)
+    msg = f"counter must be a spec string, a TokenCounter or a callable, got {type(spec).__name__}"
+    raise TypeError(msg)

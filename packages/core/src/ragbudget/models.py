@@ -1,0 +1,99 @@
+"""The public data models: what goes into `fit()` and what comes out of it."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = ["BudgetResult", "Chunk", "TruncationInfo"]
+
+
+class Chunk(BaseModel):
+    """One retrieved piece of text, as ragbudget ranks and budgets it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(description="Identifier, unique within one call to fit().")
+    text: str = Field(description="The text the model will see.")
+    score: float | None = Field(
+        default=None, description="Relevance score, higher is better; None when unknown."
+    )
+    metadata: dict[str, Any] = Field(
+        default_factory=dict, description="Caller's metadata, passed through untouched."
+    )
+
+    @field_validator("score")
+    @classmethod
+    def _finite_score(cls, value: float | None) -> float | None:
+        if value is not None and math.isnan(value):
+            msg = "score must be a number or None, got NaN"
+            raise ValueError(msg)
+        return value
+
+
+class TruncationInfo(BaseModel):
+    """What a fit kept, dropped and cut: truthful, and small enough to show a model."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    truncated: bool = Field(description="True when any chunk was dropped or cut.")
+    reason: Literal["token_budget", "chunk_cut"] | None = Field(
+        default=None,
+        description=(
+            "'token_budget' when chunks were dropped, 'chunk_cut' when chunks were only cut, "
+            "None when everything fit whole."
+        ),
+    )
+    original_count: int = Field(description="Chunks given to fit().")
+    returned_count: int = Field(description="Chunks returned.")
+    dropped_ids: list[str] = Field(
+        default_factory=list, description="Ids of chunks left out, in rank order."
+    )
+    cut_ids: list[str] = Field(
+        default_factory=list, description="Ids of returned chunks whose text was cut to fit."
+    )
+    used_tokens: int = Field(description="Sum of the returned chunks' token counts.")
+    max_tokens: int = Field(description="The budget.")
+    counter: str = Field(description="Name of the token counter used.")
+    exact: bool = Field(description="True when the counter is a real tokenizer.")
+    next_offset: int | None = Field(
+        default=None,
+        description=(
+            "Rank (0-based, within the chunks given) of the first chunk left out for lack of "
+            "budget: where a caller that pages through results continues. None when none was."
+        ),
+    )
+
+    def notice(self, *, offset: int = 0, total: int | None = None, noun: str = "results") -> str | None:
+        """One line telling a model what it is not seeing and how to get it; None if nothing.
+
+        `offset` is where this page started in a longer ranked list and `total` that list's
+        length, for callers that page (a search tool); by default the fit's own input.
+        """
+        if not self.truncated:
+            return None
+        shown_total = self.original_count if total is None else total
+        text = (
+            f"[Showing {self.returned_count} of {shown_total:,} {noun} "
+            f"({self.max_tokens:,}-token budget)"
+        )
+        if self.cut_ids:
+            text += f"; cut to fit: {', '.join(self.cut_ids)}"
+        if self.next_offset is not None:
+            text += f". Use offset={offset + self.next_offset} to continue"
+        return text + "]"
+
+
+class BudgetResult(BaseModel):
+    """What `fit()` returns: the kept chunks with their counts, and the report."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    chunks: list[Chunk] = Field(description="Kept chunks, in the order asked for.")
+    info: TruncationInfo = Field(description="What was kept, dropped and cut.")
+    tokens: list[int] = Field(description="Token count of each kept chunk, aligned with chunks.")
+    ranks: list[int] = Field(
+        description="Rank (0 = best) of each kept chunk among the input, aligned with chunks."
+    )
