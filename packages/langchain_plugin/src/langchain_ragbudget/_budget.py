@@ -1,0 +1,303 @@
+"""The options both LangChain classes share, and the budgeting of a list of Documents."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable, Sequence
+from copy import deepcopy
+from typing import Any, Literal
+
+from langchain_core.documents import Document
+from langchain_core.prompts import BasePromptTemplate, format_document
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
+from ragbudget import (
+    CUT_MARKER,
+    Chunk,
+    TokenCounter,
+    TruncationInfo,
+    fit,
+    get_counter,
+    rank_chunks,
+)
+
+# The core's boundary-aware cut, also used by fit(); private there, so this plugin pins to the
+# workspace's ragbudget (a public `cut_to_tokens` is requested in the core).
+from ragbudget._cut import cut_to_tokens
+
+__all__ = ["SCORE_KEYS", "BudgetOptions", "check_k"]
+
+SCORE_KEYS: tuple[str, ...] = ("relevance_score", "score", "similarity_score")
+"""Metadata keys read for a score, in this order, when `score_key` is not given: rerankers
+(Cohere, FlashRank, cross-encoders) write `relevance_score`; LangChain's "add scores to
+retriever results" recipe writes `score`."""
+
+DocumentFormatter = BasePromptTemplate[str] | Callable[[Document], str]
+ScoreKey = str | Callable[[Document], float | None]
+
+
+def check_k(k: Any, *, name: str = "k") -> int | None:
+    """`k` as given to invoke(): None or an int >= 1."""
+    if k is None:
+        return None
+    if isinstance(k, bool) or not isinstance(k, int):
+        msg = f"{name} must be an int >= 1 or None, got {k!r}"
+        raise TypeError(msg)
+    if k < 1:
+        msg = f"{name} must be >= 1, got {k}"
+        raise ValueError(msg)
+    return k
+
+
+class BudgetOptions(BaseModel):
+    """What to keep and how to count it: shared by `TokenBudgetRetriever` and
+    `TokenBudgetCompressor`."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    max_tokens: int = Field(
+        default=8192,
+        ge=0,
+        strict=True,
+        description="Token budget for all returned documents together, separators included.",
+    )
+    counter: Any = Field(
+        default=None,
+        description=(
+            "Token counter spec for `ragbudget.get_counter`: None (the offline estimate), "
+            "'tiktoken:cl100k_base', 'hf:<tokenizer.json>', a TokenCounter or a callable "
+            "str -> int."
+        ),
+    )
+    strategy: Literal["stop", "fill"] = Field(
+        default="stop",
+        description=(
+            "'stop' keeps the best documents up to the first one that does not fit; 'fill' also "
+            "keeps lower-ranked ones that still fit."
+        ),
+    )
+    oversize: Literal["truncate", "drop"] = Field(
+        default="truncate",
+        description=(
+            "A document larger than the whole budget is cut at a paragraph/sentence boundary "
+            "with a visible marker ('truncate') or left out ('drop')."
+        ),
+    )
+    k: int | None = Field(
+        default=None,
+        ge=1,
+        strict=True,
+        description="At most this many documents (the best k by score); None for no cap.",
+    )
+    score_key: ScoreKey | None = Field(
+        default=None,
+        description=(
+            "Metadata key holding a higher-is-better score, or a callable Document -> score "
+            "(e.g. `lambda d: -d.metadata['distance']`). None reads the first of "
+            "'relevance_score', 'score', 'similarity_score' found; documents without a score "
+            "keep the base retriever's order, after the scored ones."
+        ),
+    )
+    document_formatter: DocumentFormatter | None = Field(
+        default=None,
+        description=(
+            "How the chain renders each document for the model: a PromptTemplate (such as a "
+            "stuff-documents chain's `document_prompt`) or a callable Document -> str. The "
+            "budget counts the rendered text. None counts `page_content`."
+        ),
+    )
+    document_separator: str = Field(
+        default="\n\n",
+        description=(
+            "What the chain puts between documents (LangChain's stuff-documents default is "
+            "'\\n\\n'); counted once per document."
+        ),
+    )
+
+    _counter: TokenCounter = PrivateAttr()
+
+    @field_validator("counter")
+    @classmethod
+    def _valid_counter(cls, value: Any) -> Any:
+        try:
+            get_counter(value)
+        except TypeError as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
+    @field_validator("score_key")
+    @classmethod
+    def _valid_score_key(cls, value: ScoreKey | None) -> ScoreKey | None:
+        if isinstance(value, str) and not value:
+            msg = "score_key must be a metadata key, a callable or None, got ''"
+            raise ValueError(msg)
+        return value
+
+    def model_post_init(self, context: Any, /) -> None:
+        super().model_post_init(context)
+        self._counter = get_counter(self.counter)
+
+    # -- the parts ---------------------------------------------------------------------------
+
+    def render(self, doc: Document) -> str:
+        """The text the model sees for `doc` (without the separator)."""
+        formatter = self.document_formatter
+        if formatter is None:
+            return doc.page_content
+        if isinstance(formatter, BasePromptTemplate):
+            return format_document(doc, formatter)
+        text = formatter(doc)
+        if not isinstance(text, str):
+            msg = f"document_formatter must return a str, got {type(text).__name__}"
+            raise TypeError(msg)
+        return text
+
+    def score(self, doc: Document, position: int) -> float | None:
+        """The document's score (higher is better), or None when it has none."""
+        key = self.score_key
+        if callable(key):
+            return _as_score(key(doc), f"score_key returned for document {position}")
+        if isinstance(key, str):
+            return _as_score(doc.metadata.get(key), f"metadata[{key!r}] of document {position}")
+        for name in SCORE_KEYS:
+            value = doc.metadata.get(name)
+            if _is_number(value):
+                return _as_score(value, name)
+        return None
+
+    # -- the budget --------------------------------------------------------------------------
+
+    def budget(self, documents: Any, k: int | None) -> tuple[list[Document], TruncationInfo]:
+        """The best documents that fit (copies, annotated) and what was left out."""
+        docs = _as_documents(documents)
+        ids = _chunk_ids(docs)
+        chunks = [
+            Chunk(id=ids[i], text=self.render(d) + self.document_separator, score=self.score(d, i))
+            for i, d in enumerate(docs)
+        ]
+        if k is not None and k < len(chunks):
+            chunks = [chunks[i] for i in sorted(rank_chunks(chunks)[:k])]
+        result = fit(
+            chunks,
+            self.max_tokens,
+            counter=self._counter,
+            strategy=self.strategy,
+            oversize=self.oversize,
+        )
+        position = {cid: i for i, cid in enumerate(ids)}
+        cut_ids = set(result.info.cut_ids)
+        kept: list[Document] = []
+        lost: list[str] = []  # cut by fit, but the document's own text could not be cut to fit
+        for chunk, tokens, rank in zip(result.chunks, result.tokens, result.ranks, strict=True):
+            doc = docs[position[chunk.id]]
+            content = doc.page_content
+            if chunk.id in cut_ids:
+                recut = self._recut(doc, chunk, tokens)
+                if recut is None:
+                    lost.append(chunk.id)
+                    continue
+                content, tokens = recut
+            note = {
+                "tokens": tokens,
+                "rank": rank,
+                "score": chunk.score,
+                "cut": chunk.id in cut_ids,
+            }
+            kept.append(_annotated_copy(doc, content, note))
+        info = result.info
+        if lost or cut_ids:
+            ranked = [chunks[i].id for i in rank_chunks(chunks)]
+            info = _recount(info, kept, lost, ranked)
+        return kept, info
+
+    def _recut(self, doc: Document, chunk: Chunk, tokens: int) -> tuple[str, int] | None:
+        """`doc`'s page_content cut so that its rendering plus separator counts <= `tokens`.
+
+        fit() cut the rendered text; the caller gets a Document, so the cut is redone on the
+        content itself, counted through the formatter, within the tokens fit() gave it."""
+        if self.document_formatter is None and not self.document_separator:
+            return chunk.text, tokens  # the rendered text is the content: fit's cut stands
+        framed = _FramedCounter(self._counter, doc, self)
+        total = framed.count(doc.page_content)
+        marker = CUT_MARKER.format(limit=self.max_tokens, total=total)
+        text = cut_to_tokens(doc.page_content, tokens, framed, marker)
+        if text is None:
+            return None
+        return text, framed.count(text)
+
+
+class _FramedCounter:
+    """Counts a candidate page_content as the model will see it: rendered, plus separator."""
+
+    def __init__(self, base: TokenCounter, doc: Document, options: BudgetOptions) -> None:
+        self._base, self._doc, self._options = base, doc, options
+        self.name = base.name
+        self.exact = base.exact
+
+    def count(self, text: str) -> int:
+        doc = self._doc.model_copy(update={"page_content": text})
+        return self._base.count(self._options.render(doc) + self._options.document_separator)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _as_score(value: Any, where: str) -> float | None:
+    if value is None:
+        return None
+    if not _is_number(value):
+        msg = f"score_key: {where} is {value!r}, not a number (give a key with numeric scores)"
+        raise ValueError(msg)
+    score = float(value)
+    return None if math.isnan(score) else score
+
+
+def _as_documents(documents: Any) -> list[Document]:
+    if isinstance(documents, str | bytes | dict) or not isinstance(documents, Sequence):
+        msg = (
+            f"documents must be a list of Documents (e.g. a retriever's output), "
+            f"got {type(documents).__name__}"
+        )
+        raise TypeError(msg)
+    for i, doc in enumerate(documents):
+        if not isinstance(doc, Document):
+            msg = f"documents[{i}] must be a langchain Document, got {type(doc).__name__}"
+            raise TypeError(msg)
+    return list(documents)
+
+
+def _chunk_ids(docs: list[Document]) -> list[str]:
+    """The Documents' own ids when every one has a distinct id, else their positions."""
+    ids = [doc.id for doc in docs]
+    if all(ids) and len(set(ids)) == len(ids):
+        return [str(i) for i in ids]
+    return [str(i) for i in range(len(docs))]
+
+
+def _annotated_copy(doc: Document, content: str, note: dict[str, Any]) -> Document:
+    metadata = deepcopy(doc.metadata)
+    metadata["ragbudget"] = note
+    return doc.model_copy(update={"page_content": content, "metadata": metadata})
+
+
+def _recount(
+    info: TruncationInfo, kept: list[Document], lost: list[str], ranked: list[str]
+) -> TruncationInfo:
+    """The report after re-cutting: the tokens actually used, and any document that turned
+    out too small a budget for even its own frame (left out, as fit() leaves out an oversized
+    document it cannot cut)."""
+    dropped = set(info.dropped_ids) | set(lost)
+    rank = {cid: r for r, cid in enumerate(ranked)}
+    dropped_ids = sorted(dropped, key=rank.__getitem__)
+    cut_ids = [cid for cid in info.cut_ids if cid not in lost]
+    return info.model_copy(
+        update={
+            "truncated": bool(dropped_ids or cut_ids),
+            "reason": "token_budget" if dropped_ids else ("chunk_cut" if cut_ids else None),
+            "returned_count": len(kept),
+            "dropped_ids": dropped_ids,
+            "cut_ids": cut_ids,
+            "used_tokens": sum(d.metadata["ragbudget"]["tokens"] for d in kept),
+        }
+    )
