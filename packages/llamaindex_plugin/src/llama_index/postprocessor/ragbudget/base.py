@@ -1,0 +1,233 @@
+"""`TokenBudgetPostprocessor`: the retrieved nodes a query engine sends, within a token budget."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from llama_index.core.bridge.pydantic import ConfigDict, Field, field_serializer
+from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
+from llama_index.postprocessor.ragbudget._counter import default_counter
+from llama_index.postprocessor.ragbudget._nodes import NodeFit, fit_nodes
+from llama_index.postprocessor.ragbudget.events import TokenBudgetEvent
+
+from ragbudget import CounterSpec, TokenCounter, TruncationInfo, get_counter
+from ragbudget.budget import Oversize, Strategy
+
+__all__ = ["TokenBudgetPostprocessor"]
+
+logger = logging.getLogger(__name__)
+dispatcher = get_dispatcher(__name__)
+
+
+class TokenBudgetPostprocessor(BaseNodePostprocessor):
+    """Keep the retrieved nodes a query engine sends to the LLM within a token budget.
+
+    It counts what the LLM will see, `node.get_content(metadata_mode=MetadataMode.LLM)`
+    (the metadata header included), keeps the highest-score nodes whose counts fit
+    `max_tokens`, drops the lowest-score ones and cuts a lone oversized top node at a
+    sentence boundary, with a visible marker. Nodes without a score rank after scored ones,
+    in input order. It never reorders: the nodes it keeps come back in the order given.
+
+    Setup:
+        .. code-block:: bash
+
+            pip install llama-index-postprocessor-ragbudget
+            pip install 'ragbudget[tiktoken]'   # for exact OpenAI counts (optional)
+
+    Key init args:
+        max_tokens: int
+            The budget for the nodes' LLM-visible content (default 8192). The prompt
+            template and the query are not part of it.
+        counter: str | TokenCounter | Callable[[str], int] | None
+            How to count: ``"tiktoken:cl100k_base"``, ``"tiktoken:gpt-4o"``,
+            ``"hf:/path/tokenizer.json"``, ``"chars:4"``, ``"estimate"``, any
+            ``ragbudget.TokenCounter`` or any ``str -> int`` callable. ``None`` (default):
+            the tokenizer you set with ``Settings.tokenizer = ...``, else ragbudget's
+            dependency-free estimate (never LlamaIndex's implicit gpt-3.5 default).
+        strategy: "stop" | "fill"
+            "stop" (default) keeps the longest run of best nodes that fits; "fill" also
+            keeps lower-ranked nodes that still fit after a bigger one did not.
+        oversize: "truncate" | "drop"
+            What to do with a node bigger than the whole budget: cut its text (default)
+            or drop it.
+        metadata_mode: MetadataMode
+            Which rendering to count (default ``MetadataMode.LLM``, what the response
+            synthesizers send). ``MetadataMode.NONE`` counts the bare text.
+
+    Instantiate:
+        .. code-block:: python
+
+            from llama_index.postprocessor.ragbudget import TokenBudgetPostprocessor
+
+            budget = TokenBudgetPostprocessor(max_tokens=4096, counter="tiktoken:gpt-4o")
+
+    Use (drop-in, last in the list so nothing after it adds text):
+        .. code-block:: python
+
+            query_engine = index.as_query_engine(
+                similarity_top_k=50, node_postprocessors=[reranker, budget]
+            )
+            response = query_engine.query("How do I pretty-print JSON?")
+            for n in response.source_nodes:
+                print(n.node.node_id, n.node.metadata["ragbudget"])
+                # {'tokens': 812, 'rank': 0, 'cut': False}
+
+    Directly:
+        .. code-block:: python
+
+            kept = budget.postprocess_nodes(nodes, query_str="...")
+
+    Async (the counting runs in a worker thread; the event goes out on the loop):
+        .. code-block:: python
+
+            kept = await budget.apostprocess_nodes(nodes, query_str="...")
+            response = await query_engine.aquery("...")
+
+    What comes back:
+        Copies of the kept nodes (the caller's ``NodeWithScore`` and nodes are never
+        touched), scores unchanged. Each copy's ``metadata["ragbudget"]`` holds
+        ``{"tokens": <LLM-visible count>, "rank": <0-based rank among the input>,
+        "cut": <bool>}``; the key is added to ``excluded_llm_metadata_keys`` and
+        ``excluded_embed_metadata_keys``, so the tag never reaches the model or changes the
+        count. (``MetadataMode.ALL`` renderings do show it.) A cut node keeps its id; its
+        ``end_char_idx`` moves to the end of the kept text.
+
+    Events and logs:
+        Every call dispatches one :class:`TokenBudgetEvent` (``event.info`` is the
+        ``ragbudget.TruncationInfo``: dropped and cut node ids, tokens used, the counter)
+        through ``get_dispatcher("llama_index.postprocessor.ragbudget.base")``; handlers on
+        the root dispatcher see it too. A call that drops or cuts logs one warning on the
+        ``llama_index.postprocessor.ragbudget.base`` logger.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_tokens: int = Field(
+        default=8192,
+        ge=0,
+        strict=True,
+        description="Budget for the nodes' LLM-visible content, in tokens (>= 0).",
+    )
+    counter: Any = Field(
+        default=None,
+        description="Token counter spec (see ragbudget.get_counter); None: the tokenizer set "
+        "with Settings.tokenizer, else ragbudget's estimate. Only string specs are serialized.",
+    )
+    strategy: Strategy = Field(
+        default="stop",
+        description="'stop': keep the longest ranked run that fits; 'fill': also keep "
+        "lower-ranked nodes that still fit.",
+    )
+    oversize: Oversize = Field(
+        default="truncate",
+        description="A node over the whole budget: 'truncate' cuts its text, 'drop' drops it.",
+    )
+    metadata_mode: MetadataMode = Field(
+        default=MetadataMode.LLM,
+        description="Which rendering of each node is counted (MetadataMode.LLM: what the "
+        "response synthesizers send).",
+    )
+
+    def __init__(
+        self,
+        max_tokens: int = 8192,
+        counter: CounterSpec = None,
+        strategy: Strategy = "stop",
+        oversize: Oversize = "truncate",
+        metadata_mode: MetadataMode = MetadataMode.LLM,
+        **kwargs: Any,
+    ) -> None:
+        if counter is not None:
+            get_counter(counter)  # fail here, not at the first query, on a bad spec
+        super().__init__(
+            max_tokens=max_tokens,
+            counter=counter,
+            strategy=strategy,
+            oversize=oversize,
+            metadata_mode=metadata_mode,
+            **kwargs,
+        )
+
+    @field_serializer("counter")
+    def _serialize_counter(self, counter: Any) -> str | None:
+        # A counter object or callable is not serialized, as LlamaIndex does with a splitter's
+        # tokenizer: pass it again when loading.
+        return counter if isinstance(counter, str) else None
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "TokenBudgetPostprocessor"
+
+    def token_counter(self) -> TokenCounter:
+        """The counter the next call will use (resolved per call, so a later
+        `Settings.tokenizer = ...` takes effect for `counter=None`)."""
+        if self.counter is None:
+            return default_counter()
+        return get_counter(self.counter)
+
+    def _fit(self, nodes: list[NodeWithScore]) -> NodeFit:
+        result = fit_nodes(
+            nodes,
+            max_tokens=self.max_tokens,
+            counter=self.token_counter(),
+            strategy=self.strategy,
+            oversize=self.oversize,
+            metadata_mode=self.metadata_mode,
+        )
+        _log(result.info)
+        return result
+
+    def _postprocess_nodes(
+        self,
+        nodes: list[NodeWithScore],
+        query_bundle: QueryBundle | None = None,
+    ) -> list[NodeWithScore]:
+        result = self._fit(nodes)
+        dispatcher.event(_event(result, query_bundle))
+        return result.nodes
+
+    @dispatcher.span
+    async def _apostprocess_nodes(
+        self,
+        nodes: list[NodeWithScore],
+        query_bundle: QueryBundle | None = None,
+    ) -> list[NodeWithScore]:
+        # Tokenizing and cutting are CPU work (a 100K-token node takes a while to cut):
+        # a worker thread keeps the loop free; the event goes to async handlers on the loop.
+        result = await asyncio.to_thread(self._fit, nodes)
+        await dispatcher.aevent(_event(result, query_bundle))
+        return result.nodes
+
+
+def _event(result: NodeFit, query_bundle: QueryBundle | None) -> TokenBudgetEvent:
+    return TokenBudgetEvent(
+        info=result.info,
+        nodes=result.nodes,
+        query_str=query_bundle.query_str if query_bundle is not None else None,
+    )
+
+
+def _log(info: TruncationInfo) -> None:
+    if info.truncated:
+        logger.warning(
+            "ragbudget: kept %d of %d nodes (%d dropped, %d cut), %d of %d tokens (%s)",
+            info.returned_count,
+            info.original_count,
+            len(info.dropped_ids),
+            len(info.cut_ids),
+            info.used_tokens,
+            info.max_tokens,
+            info.counter,
+        )
+    else:
+        logger.debug(
+            "ragbudget: %d nodes use %d of %d tokens (%s)",
+            info.returned_count,
+            info.used_tokens,
+            info.max_tokens,
+            info.counter,
+        )
