@@ -10,7 +10,7 @@ from ragbudget._cut import cut_to_tokens
 from ragbudget.counters import CounterSpec, count_many, get_counter
 from ragbudget.models import BudgetResult, Chunk, TruncationInfo
 
-__all__ = ["CUT_MARKER", "Oversize", "Order", "Strategy", "fit", "rank_chunks"]
+__all__ = ["CUT_MARKER", "Order", "Oversize", "Strategy", "fit", "rank_chunks"]
 
 logger = logging.getLogger("ragbudget")
 
@@ -166,7 +166,7 @@ def fit(
 def _log(info: TruncationInfo) -> None:
     if info.truncated:
         logger.warning(
-            "ragbudget: kept %d of %d chunks (%d dropped, %d cut), %d of %d tokens (%s)",
+            "kept %d of %d chunks (%d dropped, %d cut), %d of %d tokens (%s)",
             info.returned_count,
             info.original_count,
             len(info.dropped_ids),
@@ -177,7 +177,7 @@ def _log(info: TruncationInfo) -> None:
         )
     elif info.max_tokens and info.used_tokens > _INFO_SHARE * info.max_tokens:
         logger.info(
-            "ragbudget: %d chunks use %d of %d tokens (%.0f%% of the budget)",
+            "%d chunks use %d of %d tokens (%.0f%% of the budget)",
             info.returned_count,
             info.used_tokens,
             info.max_tokens,

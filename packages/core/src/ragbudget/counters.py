@@ -151,7 +151,8 @@ class HFCounter:
             tokenizer = Tokenizer.from_file(str(path))
             name = name or f"hf:{path.name}"
         if not isinstance(tokenizer, Tokenizer):
-            msg = f"tokenizer must be a tokenizers.Tokenizer or a path, got {type(tokenizer).__name__}"
+            kind = type(tokenizer).__name__
+            msg = f"tokenizer must be a tokenizers.Tokenizer or a path, got {kind}"
             raise TypeError(msg)
         self._tok = tokenizer
         self.name = name or "hf:tokenizer"
@@ -170,7 +171,9 @@ class HFCounter:
 class CallableCounter:
     """Wraps any `Callable[[str], int]`; its results are checked (int, >= 0)."""
 
-    def __init__(self, fn: Callable[[str], int], *, name: str | None = None, exact: bool = False) -> None:
+    def __init__(
+        self, fn: Callable[[str], int], *, name: str | None = None, exact: bool = False
+    ) -> None:
         if not callable(fn):
             msg = f"counter must be callable, got {type(fn).__name__}"
             raise TypeError(msg)
@@ -211,7 +214,8 @@ def _from_string(spec: str) -> TokenCounter:
     if kind == "hf" and arg:
         return HFCounter(arg)
     msg = (
-        f"unknown counter spec {spec!r}: use 'estimate', 'chars:N', 'tiktoken:<encoding or model>', "
+        f"unknown counter spec {spec!r}: use 'estimate', 'chars:N', "
+        "'tiktoken:<encoding or model>', "
         "'hf:<path to tokenizer.json>', a tokenizers.Tokenizer, or a callable str -> int"
     )
     raise ValueError(msg)

@@ -66,7 +66,9 @@ class TruncationInfo(BaseModel):
         ),
     )
 
-    def notice(self, *, offset: int = 0, total: int | None = None, noun: str = "results") -> str | None:
+    def notice(
+        self, *, offset: int = 0, total: int | None = None, noun: str = "results"
+    ) -> str | None:
         """One line telling a model what it is not seeing and how to get it; None if nothing.
 
         `offset` is where this page started in a longer ranked list and `total` that list's
@@ -79,8 +81,10 @@ class TruncationInfo(BaseModel):
             f"[Showing {self.returned_count} of {shown_total:,} {noun} "
             f"({self.max_tokens:,}-token budget)"
         )
-        if self.cut_ids:
-            text += f"; cut to fit: {', '.join(self.cut_ids)}"
+        if len(self.cut_ids) == 1:
+            text += f"; {self.cut_ids[0]} cut to fit"
+        elif self.cut_ids:
+            text += f"; {len(self.cut_ids)} cut to fit"
         if self.next_offset is not None:
             text += f". Use offset={offset + self.next_offset} to continue"
         return text + "]"

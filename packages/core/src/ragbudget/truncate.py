@@ -9,6 +9,7 @@ limit; the notice says which lines are shown and how to continue. With `max_toke
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from itertools import accumulate
 from typing import Literal
 
@@ -17,7 +18,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from ragbudget._cut import snap_to_boundary
 from ragbudget.counters import CounterSpec, TokenCounter, count_many, get_counter
 
-__all__ = ["DEFAULT_MAX_BYTES", "DEFAULT_MAX_LINES", "TextTruncation", "truncate_head", "truncate_tail"]
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "DEFAULT_MAX_LINES",
+    "TextTruncation",
+    "truncate_head",
+    "truncate_tail",
+]
 
 DEFAULT_MAX_LINES = 2000
 DEFAULT_MAX_BYTES = 30 * 1024
@@ -76,7 +83,9 @@ def _check_limit(name: str, value: int | None) -> None:
 class _Limits:
     """Checks a rendered output against the token and byte limits."""
 
-    def __init__(self, max_tokens: int | None, max_bytes: int | None, counter: TokenCounter) -> None:
+    def __init__(
+        self, max_tokens: int | None, max_bytes: int | None, counter: TokenCounter
+    ) -> None:
         self.max_tokens, self.max_bytes, self.counter = max_tokens, max_bytes, counter
 
     def fits(self, rendered: str) -> bool:
@@ -109,6 +118,10 @@ class _Limits:
         if self.max_tokens is not None:
             bounds.append((self.max_tokens + 1) * 64)
         return min(bounds)
+
+
+def _nonzero_and(fits: Callable[[int, int], bool], variant: int, k: int) -> bool:
+    return k > 0 and fits(k, variant)
 
 
 def _largest_fitting(k_max: int, first_guess: int, ok: Callable[[int], bool]) -> int:
@@ -201,14 +214,14 @@ def truncate_head(
     guess = limits.guess_lines(rest[:k_max])
     k = 0
     for variant in (0, 1):  # the full notice if any line fits with it, else the short one
-        k = _largest_fitting(k_max, guess, lambda n, v=variant: n > 0 and fits(n, v))
+        k = _largest_fitting(k_max, guess, partial(_nonzero_and, fits, variant))
         if k:
             break
     if k > 0:
         body = "\n".join(rest[:k])
-        by: Literal["lines", "tokens", "bytes"] = "lines" if k == max_lines and limits.fits(
-            "\n".join(rest[: k + 1])
-        ) else limits.by()
+        by: Literal["lines", "tokens", "bytes"] = (
+            "lines" if k == max_lines and limits.fits("\n".join(rest[: k + 1])) else limits.by()
+        )
         notice = _first_notice_that_fits(body, notices(k, by), limits)
         return TextTruncation(
             text=body, truncated=True, truncated_by=by, output_lines=k, total_lines=total,
@@ -256,14 +269,16 @@ def truncate_tail(
     guess = limits.guess_lines(tail)
     k = 0
     for variant in (0, 1):  # the full notice if any line fits with it, else the short one
-        k = _largest_fitting(k_max, guess, lambda n, v=variant: n > 0 and fits(n, v))
+        k = _largest_fitting(k_max, guess, partial(_nonzero_and, fits, variant))
         if k:
             break
     if k > 0:
         body = "\n".join(lines[total - k :])
-        by: Literal["lines", "tokens", "bytes"] = "lines" if k == max_lines and limits.fits(
-            "\n".join(lines[total - k - 1 :])
-        ) else limits.by()
+        by: Literal["lines", "tokens", "bytes"] = (
+            "lines"
+            if k == max_lines and limits.fits("\n".join(lines[total - k - 1 :]))
+            else limits.by()
+        )
         notice = _first_notice_that_fits(body, notices(k, by), limits)
         return TextTruncation(
             text=body, truncated=True, truncated_by=by, output_lines=k, total_lines=total,
@@ -283,10 +298,16 @@ def _partial_line(
     )
     if head:
         tail_hint = f" Use offset={number + 1} to continue" if number < total else ""
-        notice_full = f"[Line {number} is {size}, over the {limits.unit_limit()}; showing its start.{tail_hint}]"
+        notice_full = (
+            f"[Line {number} is {size}, over the {limits.unit_limit()}; "
+            f"showing its start.{tail_hint}]"
+        )
     else:
-        notice_full = f"[Line {number} is {size}, over the {limits.unit_limit()}; showing its end{where}]"
-    notices = [notice_full, "[Truncated]"]
+        notice_full = (
+            f"[Line {number} is {size}, over the {limits.unit_limit()}; showing its end{where}]"
+        )
+    short = f"[Use offset={number + 1} to continue]" if head and number < total else "[Truncated]"
+    notices = [notice_full, short]
     shown = ""
     notice: str | None = None
     for candidate in notices:
@@ -298,7 +319,7 @@ def _partial_line(
     return TextTruncation(
         text=shown, truncated=True, truncated_by=limits.by(), output_lines=1 if shown else 0,
         total_lines=total, start_line=number if shown else None, end_line=number if shown else None,
-        next_offset=(number + 1 if number < total else None) if head else None,
+        next_offset=number + 1 if head and shown and number < total else None,
         partial_line=bool(shown), notice=notice,
     )  # fmt: skip
 
@@ -312,7 +333,9 @@ def _cut_line(line: str, suffix: str, limits: _Limits, *, head: bool) -> str | N
     def part(n: int) -> str:
         return line[:n] if head else line[len(line) - n :]
 
-    n = _largest_fitting(min(len(line), limits.max_chars()), 0, lambda n: limits.fits(part(n) + suffix))
+    n = _largest_fitting(
+        min(len(line), limits.max_chars()), 0, lambda n: limits.fits(part(n) + suffix)
+    )
     if head:
         return line[: snap_to_boundary(line, n)] if n < len(line) else line
     return part(n)

@@ -1,0 +1,40 @@
+"""Real text for the benchmarks: retrieval-sized chunks of the Python standard library."""
+
+from __future__ import annotations
+
+import os
+import sysconfig
+from pathlib import Path
+
+STDLIB = Path(sysconfig.get_paths()["stdlib"])
+
+
+def offline_tiktoken() -> None:
+    """Point tiktoken at llama-index-core's bundled BPE files (no network here)."""
+    if "TIKTOKEN_CACHE_DIR" in os.environ:
+        return
+    try:
+        import llama_index.core
+    except ImportError:
+        return
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(
+        Path(llama_index.core.__file__).parent / "_static" / "tiktoken_cache"
+    )
+
+
+def stdlib_chunks(n: int, size: int = 1500) -> list[str]:
+    """`n` chunks of about `size` characters, cut at line ends from stdlib modules."""
+    out: list[str] = []
+    for path in sorted(STDLIB.glob("*.py")):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        buf: list[str] = []
+        length = 0
+        for line in text.splitlines(keepends=True):
+            buf.append(line)
+            length += len(line)
+            if length >= size:
+                out.append("".join(buf))
+                buf, length = [], 0
+                if len(out) == n:
+                    return out
+    return out

@@ -1,0 +1,63 @@
+"""fit() against serialising its result, and counters against raw tiktoken, side by side.
+
+Goal: fit() with the default estimator costs less than `json.dumps` of the same chunks.
+Run: make bench (or uv run python benchmarks/bench_core.py)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import timeit
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _corpus import offline_tiktoken, stdlib_chunks
+from ragbudget import Chunk, fit, get_counter
+
+
+def best(fn: object, number: int) -> float:
+    """Best of 5 repeats, seconds per call."""
+    return min(timeit.repeat(fn, number=number, repeat=5)) / number  # type: ignore[arg-type]
+
+
+def main() -> None:
+    offline_tiktoken()
+    logging.getLogger("ragbudget").setLevel(logging.ERROR)
+    texts = stdlib_chunks(1000)
+    est = get_counter("estimate")
+    tik = get_counter("tiktoken:cl100k_base")
+    import tiktoken
+
+    enc = tiktoken.get_encoding("cl100k_base")
+    print("fit() vs json.dumps of the same chunks (budget = half the chunks' tokens)")
+    print(f"{'chunks':>7} {'counter':>22} {'fit ms':>9} {'dumps ms':>9} {'fit/dumps':>10}")
+    for n in (50, 1000):
+        chunks = [
+            Chunk(id=f"c{i}", text=t, score=1 - i / n, metadata={"source": f"f{i}.py"})
+            for i, t in enumerate(texts[:n])
+        ]
+        payload = [c.model_dump() for c in chunks]
+        dumps = best(lambda p=payload: json.dumps(p), 20 if n == 50 else 3)
+        for tc in (est, tik):
+            budget = sum(tc.count(t) for t in texts[:n]) // 2
+            t_fit = best(
+                lambda c=chunks, b=budget, k=tc: fit(c, b, counter=k), 20 if n == 50 else 3
+            )
+            print(
+                f"{n:>7} {tc.name:>22} {t_fit * 1e3:>9.2f} {dumps * 1e3:>9.2f} "
+                f"{t_fit / dumps:>9.2f}x"
+            )
+    total_chars = sum(len(t) for t in texts)
+    raw = best(lambda: [enc.encode_ordinary(t) for t in texts], 3)
+    print(f"\ncounter throughput on 1,000 stdlib chunks ({total_chars:,} chars)")
+    print(f"{'counter':>24} {'MB/s':>8} {'vs raw tiktoken':>16}")
+    print(f"{'raw tiktoken encode':>24} {total_chars / raw / 1e6:>8.2f} {1.0:>15.2f}x")
+    for tc in (est, tik, get_counter("chars:4")):
+        t = best(lambda k=tc: [k.count(x) for x in texts], 3)
+        print(f"{tc.name:>24} {total_chars / t / 1e6:>8.2f} {raw / t:>15.2f}x")
+
+
+if __name__ == "__main__":
+    main()
