@@ -6,6 +6,7 @@ chunking for ingestion (`chunk_text`, with the `split` extra).
 """
 
 from ragbudget.budget import CUT_MARKER, fit, rank_chunks
+from ragbudget.chunking import TextChunk, chunk_text  # needs the `split` extra only when called
 from ragbudget.counters import (
     CallableCounter,
     CharsCounter,
@@ -29,10 +30,12 @@ __all__ = [
     "CounterSpec",
     "EstimateCounter",
     "HFCounter",
+    "TextChunk",
     "TextTruncation",
     "TiktokenCounter",
     "TokenCounter",
     "TruncationInfo",
+    "chunk_text",
     "count_many",
     "fit",
     "get_counter",
