@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from ragbudget import TokenCounter, get_counter
 
@@ -62,7 +62,7 @@ def user_settings_tokenizer() -> Callable[[str], Any] | None:
     tokenizer = getattr(llama_index.core, "global_tokenizer", None)
     if tokenizer is None or _is_llama_index_default(tokenizer):
         return None
-    return tokenizer  # type: ignore[no-any-return]
+    return cast("Callable[[str], Any]", tokenizer)
 
 
 _lock = threading.Lock()
