@@ -1,0 +1,103 @@
+"""Reading a stored document back by lines, within a token budget for the rendered response."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ragbudget.counters import TokenCounter
+from ragbudget.store.errors import StoreError
+from ragbudget.store.models import ReadResponse
+from ragbudget.truncate import TextTruncation, truncate_head
+
+__all__ = ["budget_read", "rebuild_text"]
+
+
+def rebuild_text(records: Sequence[tuple[str, dict[str, Any]]]) -> str:
+    """A document's exact text from its chunks (documents and metadata), overlaps removed."""
+    ordered = sorted(records, key=lambda r: (int(r[1]["start_index"]), int(r[1]["chunk_index"])))
+    parts: list[str] = []
+    covered = 0
+    for document, meta in ordered:
+        start, end = int(meta["start_index"]), int(meta["end_index"])
+        lead = meta.get("lead")
+        if isinstance(lead, str):
+            parts.append(lead)
+        parts.append(document[covered - start :] if start < covered else document)
+        covered = max(covered, end)
+        tail = meta.get("tail")
+        if isinstance(tail, str):
+            parts.append(tail)
+    return "".join(parts)
+
+
+def _line_count(text: str) -> int:
+    if not text:
+        return 0
+    return text.count("\n") + (0 if text.endswith("\n") else 1)
+
+
+def budget_read(
+    source: str,
+    text: str,
+    *,
+    offset: int,
+    limit: int | None,
+    max_tokens: int,
+    counter: TokenCounter,
+) -> ReadResponse:
+    """Lines of `text` from `offset`, at most `limit` of them, rendered within `max_tokens`."""
+    total = _line_count(text)
+    if offset > max(total, 1):
+        msg = f"offset {offset} is past the end: {source} has {total} lines"
+        raise StoreError(msg)
+    max_lines = limit if limit is not None else max(total - offset + 1, 1)
+
+    def respond(t: TextTruncation) -> ReadResponse:
+        notice = None
+        if t.truncated:
+            budget = "" if t.truncated_by == "lines" else f" ({max_tokens:,}-token budget)"
+            more = f". Use offset={t.next_offset} to continue" if t.next_offset else ""
+            if t.partial_line:
+                line = t.start_line
+                notice = f"[Line {line} alone is over the budget{budget}; showing its start{more}]"
+            elif t.output_lines == 0:
+                notice = f"[Line {offset} does not fit the budget{budget}; raise max_tokens]"
+            else:
+                notice = f"[Showing lines {t.start_line}-{t.end_line} of {total}{budget}{more}]"
+        return ReadResponse(
+            source=source,
+            text=t.text,
+            start_line=t.start_line,
+            end_line=t.end_line,
+            total_lines=total,
+            next_offset=t.next_offset,
+            truncated=t.truncated,
+            notice=notice,
+        )
+
+    # What is returned when not even part of a line fits.
+    nothing = TextTruncation(
+        text="", truncated=True, truncated_by="tokens", output_lines=0, total_lines=total
+    )
+    shell = respond(nothing)
+    floor = counter.count(shell.to_text())
+    if floor > max_tokens:
+        msg = (
+            f"max_tokens={max_tokens} cannot hold even an empty read of {source}, which needs "
+            f"{floor} tokens; use max_tokens >= {floor}"
+        )
+        raise StoreError(msg)
+    room = max_tokens - floor + 8  # the shell's notice is about as long as the real one
+    for _ in range(64):
+        cut = truncate_head(
+            text, max_lines=max_lines, max_tokens=max(room, 1), offset=offset, counter=counter
+        )
+        response = respond(cut)
+        size = counter.count(response.to_text())
+        if size <= max_tokens:
+            return response
+        room -= max(1, size - max_tokens)
+        if room < 1:
+            break
+    return shell

@@ -1,0 +1,276 @@
+"""Budgeted search responses: the rendered JSON a model reads stays within `max_tokens`.
+
+The budget covers the whole response as `SearchResponse.to_text()` renders it: the envelope,
+field names, ids, the notice and the truncation report, not just chunk texts. Stored token counts
+(when the counter is the store's) give a first guess of how many ranked results fit; one count of
+the rendered response checks it (and a few more only when the guess was off). A top result that
+does not fit on its own is cut at a good boundary with a visible marker, never sent whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ragbudget._cut import cut_to_tokens
+from ragbudget.budget import CUT_MARKER
+from ragbudget.counters import TokenCounter, count_many
+from ragbudget.models import TruncationInfo
+from ragbudget.store.embedding import features
+from ragbudget.store.errors import StoreError
+from ragbudget.store.models import SearchResponse, SearchResult
+
+__all__ = ["Hit", "budget_response", "snippet"]
+
+_SNIPPET_LINES = 3
+_SNIPPET_CHARS = 240
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One ranked record from Chroma."""
+
+    id: str
+    document: str
+    metadata: dict[str, Any]
+    distance: float
+
+
+def _query_words(query: str) -> list[str]:
+    return [f for f in features(query) if " " not in f and not f.startswith("=")]
+
+
+def snippet(text: str, start_line: int, words: Sequence[str]) -> tuple[str, int, int]:
+    """The few lines of `text` that mention most query words (else its first lines)."""
+    lines = text.split("\n")
+    lowered = [line.lower() for line in lines]
+    scores = [sum(1 for w in words if w in line) for line in lowered]
+    best = max(range(len(lines)), key=lambda i: (scores[i], -i)) if words else 0
+    if not words or scores[best] == 0:
+        best = next((i for i, line in enumerate(lines) if line.strip()), 0)
+    shown = lines[best : best + _SNIPPET_LINES]
+    while len(shown) > 1 and not shown[-1].strip():
+        shown.pop()
+    body = "\n".join(shown)
+    if len(body) > _SNIPPET_CHARS:
+        cut = body.rfind(" ", 0, _SNIPPET_CHARS)
+        body = body[: cut if cut > _SNIPPET_CHARS // 2 else _SNIPPET_CHARS].rstrip() + "…"
+        shown = body.split("\n")
+    return body, start_line + best, start_line + best + len(shown) - 1
+
+
+def _escapes(text: str) -> int:
+    """Rough extra tokens JSON escaping adds to `text` (newlines, quotes, backslashes, tabs)."""
+    return text.count("\n") + text.count('"') + text.count("\\") + text.count("\t")
+
+
+class _Page:
+    """Assembles candidate responses for one page of ranked hits."""
+
+    def __init__(
+        self,
+        results: list[SearchResult],
+        raw_tokens: list[int],
+        *,
+        offset: int,
+        total_count: int,
+        max_tokens: int,
+        counter: TokenCounter,
+    ) -> None:
+        self.results, self.raw_tokens = results, raw_tokens
+        self.offset, self.total, self.max_tokens, self.counter = (
+            offset,
+            total_count,
+            max_tokens,
+            counter,
+        )
+
+    def assemble(
+        self, k: int, cut: SearchResult | None = None, notice: str | None = None
+    ) -> SearchResponse:
+        n = len(self.results)
+        kept = self.results[:k] if cut is None else [*self.results[: k - 1], cut]
+        dropped = [r.id for r in self.results[k:]]
+        cut_ids = [cut.id] if cut is not None else []
+        truncated = bool(dropped or cut_ids)
+        more = self.offset + n < self.total
+        next_offset = self.offset + k if dropped else (self.offset + n if more else None)
+        whole = self.raw_tokens[: k - 1 if cut is not None else k]
+        used = sum(whole)
+        if cut is not None:
+            used += cut.tokens if cut.tokens is not None else self.counter.count(cut.text)
+        info = TruncationInfo(
+            truncated=truncated,
+            reason="token_budget" if dropped else ("chunk_cut" if cut_ids else None),
+            original_count=n,
+            returned_count=len(kept),
+            dropped_ids=dropped,
+            cut_ids=cut_ids,
+            used_tokens=used,
+            max_tokens=self.max_tokens,
+            counter=self.counter.name,
+            exact=self.counter.exact,
+            next_offset=k if dropped else None,
+        )
+        if notice is None:
+            notice = self._notice(len(kept), truncated, cut_ids, next_offset)
+        return SearchResponse(
+            results=kept,
+            total_count=self.total,
+            returned_count=len(kept),
+            truncated=truncated,
+            truncation_info=info,
+            next_offset=next_offset,
+            notice=notice,
+        )
+
+    def _notice(
+        self, k: int, truncated: bool, cut_ids: list[str], next_offset: int | None
+    ) -> str | None:
+        if self.total == 0:
+            return "[No results: the collection holds no matching chunks]"
+        if not truncated and next_offset is None:
+            return None
+        shown = f"results {self.offset + 1}-{self.offset + k}" if k else "no results"
+        text = f"[Showing {shown} of {self.total:,}"
+        if truncated:
+            text += f" ({self.max_tokens:,}-token budget)"
+        if cut_ids:
+            text += f"; cut to fit: {', '.join(cut_ids)}"
+        if next_offset is not None:
+            text += f". Use offset={next_offset} to continue"
+        return text + "]"
+
+    def size(self, response: SearchResponse) -> int:
+        return self.counter.count(response.to_text())
+
+
+def _to_results(
+    hits: Sequence[Hit], counter: TokenCounter, *, concise: bool, query: str
+) -> tuple[list[SearchResult], list[int]]:
+    words = _query_words(query) if concise else []
+    texts: list[str] = []
+    results: list[SearchResult] = []
+    for hit in hits:
+        meta = hit.metadata
+        start, end = int(meta["start_line"]), int(meta["end_line"])
+        text = hit.document
+        if concise:
+            text, start, end = snippet(text, start, words)
+        texts.append(text)
+        results.append(
+            SearchResult(
+                id=hit.id,
+                source=str(meta["source"]),
+                start_line=start,
+                end_line=end,
+                score=None if concise else round(1.0 - hit.distance, 4),
+                text=text,
+            )
+        )
+    stored = [h.metadata.get("tokens") for h in hits]
+    if not concise and all(
+        isinstance(n, int) and h.metadata.get("counter") == counter.name
+        for n, h in zip(stored, hits, strict=True)
+    ):
+        tokens = [int(n) for n in stored if isinstance(n, int)]  # counted at ingest
+    else:
+        tokens = count_many(counter, texts) if texts else []
+    if not concise:
+        results = [
+            r.model_copy(update={"tokens": n, "cut": False})
+            for r, n in zip(results, tokens, strict=True)
+        ]
+    return results, tokens
+
+
+def budget_response(
+    hits: Sequence[Hit],
+    *,
+    query: str,
+    offset: int,
+    total_count: int,
+    max_tokens: int,
+    counter: TokenCounter,
+    concise: bool,
+) -> SearchResponse:
+    """The best-ranked prefix of `hits` whose rendered response counts at most `max_tokens`."""
+    results, raw = _to_results(hits, counter, concise=concise, query=query)
+    page = _Page(
+        results, raw, offset=offset, total_count=total_count, max_tokens=max_tokens, counter=counter
+    )
+    n = len(results)
+    empty = page.assemble(0)
+    base = page.size(empty)
+    if base > max_tokens:
+        msg = (
+            f"max_tokens={max_tokens} cannot hold even an empty response here, which needs "
+            f"{base} tokens; use max_tokens >= {base}"
+        )
+        raise StoreError(msg)
+    if n == 0:
+        return empty
+    # A first guess from stored counts: the text, what JSON escaping adds, and the fields
+    # around it (one result's skeleton counted once).
+    skeleton = results[0].model_copy(update={"text": ""}).model_dump_json(exclude_none=True)
+    per_result = counter.count(skeleton) + 1
+    cost = [raw[i] + _escapes(results[i].text) + per_result for i in range(n)]
+    k, room = 0, max_tokens - base
+    while k < n and cost[k] <= room:
+        room -= cost[k]
+        k += 1
+    if k:
+        best = page.assemble(k)
+        size = page.size(best)
+        while size > max_tokens and k > 0:  # the guess was off: step back
+            k -= 1
+            best = page.assemble(k)
+            size = page.size(best)
+        while 0 < k < n and size + cost[k] - per_result <= max_tokens:
+            grown = page.assemble(k + 1)  # the guess left room: try one more
+            grown_size = page.size(grown)
+            if grown_size > max_tokens:
+                break
+            k, size, best = k + 1, grown_size, grown
+        if k:
+            return best
+    return _cut_first(page, results[0], raw[0]) or page.assemble(
+        0,
+        notice=(
+            f"[The top result does not fit a {max_tokens:,}-token budget even cut; "
+            "raise max_tokens to see it]"
+        ),
+    )
+
+
+def _cut_first(page: _Page, first: SearchResult, total_tokens: int) -> SearchResponse | None:
+    """The top result cut to fit the budget with the rest of the response, or None."""
+    marker = CUT_MARKER.format(limit=page.max_tokens, total=total_tokens)
+    placeholder = first.model_copy(update={"text": marker.lstrip(), "tokens": 0, "cut": True})
+    target = page.max_tokens - page.size(page.assemble(1, cut=placeholder))
+    target += page.counter.count(marker.lstrip())
+    for _ in range(64):
+        if target <= 0:
+            return None
+        cut_text = cut_to_tokens(first.text, target, page.counter, marker)
+        if cut_text is None:
+            return None
+        shown = cut_text.removesuffix(marker)
+        end_line = first.start_line + max(0, shown.count("\n"))
+        if cut_text == marker.lstrip():
+            end_line = first.start_line
+        cut = first.model_copy(
+            update={
+                "text": cut_text,
+                "end_line": end_line,
+                "tokens": page.counter.count(cut_text) if first.tokens is not None else None,
+                "cut": True if first.cut is not None else None,
+            }
+        )
+        response = page.assemble(1, cut=cut)
+        size = page.size(response)
+        if size <= page.max_tokens:
+            return response
+        target -= max(1, size - page.max_tokens)
+    return None
