@@ -143,7 +143,6 @@ _CODE_STRONG = re.compile(
 )
 _MD_HEADING = re.compile(r"^(?:#{1,6}[ \t]+\S|```|~~~)", re.MULTILINE)
 _SNIFF_CHARS = 20_000
-_SAMPLE_CHARS = 50_000  # how much text checks the line estimate against the counter
 
 
 def detect_kind(text: str, path: str | os.PathLike[str] | None = None) -> str:
@@ -220,23 +219,16 @@ class _LineCounts(dict[str, int]):
         return value
 
 
-def _line_estimate(counter: TokenCounter, text: str) -> Callable[[str], int] | None:
-    """A fast size function for the splitter: sum of the counts of the lines, plus half a
-    token per newline. None when it would undercount this text (then the real counter is used).
-    """
-    lines = list(set(text.split("\n")))
-    memo = _LineCounts(counter)
-    memo.update(zip(lines, count_many(counter, lines), strict=True))
-    get = memo.__getitem__
+def _line_estimate(counter: TokenCounter) -> Callable[[str], int]:
+    """A fast size function for the splitter: the sum of the counts of the lines (each distinct
+    line counted once), plus half a token per newline. On real tokenizers and the estimator it
+    is a slight overcount; where it undercounts, the real count afterwards catches it."""
+    get = _LineCounts(counter).__getitem__
 
     def estimate(piece: str) -> int:
         parts = piece.split("\n")
         return sum(map(get, parts)) + (len(parts) - 1) // 2
 
-    sample = text if len(text) <= _SAMPLE_CHARS else text[: text.rfind("\n", 0, _SAMPLE_CHARS) + 1]
-    if sample and estimate(sample) < 0.98 * counter.count(sample):
-        logger.debug("line estimate undercounts %s here; sizing with the counter", counter.name)
-        return None
     return estimate
 
 
@@ -319,6 +311,13 @@ def _fit_spans(
         # the remainder joins the next chunk instead of becoming a fragment of its own.
         start = spans[i][0]
         end = spans[i + 1][1] if i + 1 < len(spans) else spans[i][1]
+        logger.debug(
+            "chunk at offset %d counts %d > %d by %s: splitting it again with the counter",
+            start,
+            counts[i],
+            limit,
+            counter.name,
+        )
         for span in _split(text[start:end], start, kind, counter.count, limit):
             floor = out[-1][1] if out else 0
             for candidate in dict.fromkeys((_with_indent(text, span, floor), span)):
@@ -417,7 +416,7 @@ def chunk_text(
     _splitter_module()
     resolved = detect_kind(text, path) if kind == "auto" else kind
     body_limit = max_tokens - overlap
-    size = _line_estimate(tc, text) or tc.count
+    size = _line_estimate(tc)
     spans = _split(text, 0, resolved, size, body_limit)
     floors = [0] + [end for _, end in spans[:-1]]
     spans = [_with_indent(text, span, floor) for span, floor in zip(spans, floors, strict=True)]
