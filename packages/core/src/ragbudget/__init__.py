@@ -5,6 +5,7 @@ metadata, head/tail truncation of tool output with continuation notices, and tok
 chunking for ingestion (`chunk_text`, with the `split` extra).
 """
 
+from ragbudget._cut import cut_to_tokens
 from ragbudget.budget import CUT_MARKER, fit, rank_chunks
 from ragbudget.chunking import TextChunk, chunk_text  # needs the `split` extra only when called
 from ragbudget.counters import (
@@ -37,6 +38,7 @@ __all__ = [
     "TruncationInfo",
     "chunk_text",
     "count_many",
+    "cut_to_tokens",
     "fit",
     "get_counter",
     "rank_chunks",

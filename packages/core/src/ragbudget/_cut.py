@@ -52,9 +52,13 @@ def snap_to_boundary(text: str, end: int) -> int:
     return end
 
 
-def cut_to_tokens(text: str, limit: int, counter: TokenCounter, marker: str) -> str | None:
+def cut_to_tokens(text: str, limit: int, counter: TokenCounter, marker: str = "") -> str | None:
     """`text` cut at a paragraph/sentence/line/word boundary (else a character) plus `marker`,
-    counting at most `limit` tokens with the marker; None when not even the marker fits."""
+    counting at most `limit` tokens with the marker; None when not even the marker fits.
+
+    The same cut `fit()` applies to an oversized chunk (a boundary is used when it keeps at
+    least 70% of what fits). `counter` is a TokenCounter (see `get_counter`).
+    """
     if not _fits(counter, marker, limit):
         return None
     end = _longest_fitting_prefix(text, marker, limit, counter)
