@@ -21,6 +21,7 @@ from _lc_parts import (
 from langchain_chroma import Chroma
 from langchain_core.documents import Document
 from langchain_core.prompts import PromptTemplate, format_document
+from langchain_core.runnables import chain
 from langchain_core.vectorstores import InMemoryVectorStore
 from langchain_ragbudget import SCORE_KEYS, TRUNCATION_EVENT, TokenBudgetRetriever
 from pydantic import ValidationError
@@ -280,6 +281,21 @@ def test_kwargs_reach_the_base_retriever(memory_store: InMemoryVectorStore) -> N
     docs = retriever.invoke(QUERY, filter=lambda d: d.metadata["source"].startswith("s"), k=3)
     assert len(docs) == 3
     assert all(d.metadata["source"].startswith("s") for d in docs)
+
+
+async def test_any_runnable_retriever_recipe_is_a_base(memory_store: InMemoryVectorStore) -> None:
+    @chain
+    def scored(query: str) -> list[Document]:  # LangChain's "add scores" recipe, as documented
+        hits = memory_store.similarity_search_with_score(query, k=10)
+        return [d.model_copy(update={"metadata": {**d.metadata, "score": s}}) for d, s in hits]
+
+    retriever = TokenBudgetRetriever(base_retriever=scored, max_tokens=800, counter=EXACT)
+    docs = retriever.invoke(QUERY)
+    assert docs == await retriever.ainvoke(QUERY)
+    assert 0 < len(docs) < 10
+    assert [d.metadata["ragbudget"]["rank"] for d in docs] == list(range(len(docs)))
+    with pytest.raises(ValidationError, match="base_retriever"):
+        TokenBudgetRetriever(base_retriever=memory_store)
 
 
 def test_returned_documents_are_annotated_copies(cl100k: TokenCounter) -> None:
