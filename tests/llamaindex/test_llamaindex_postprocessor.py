@@ -152,7 +152,16 @@ def test_a_header_bigger_than_the_budget_drops_the_node(
     assert event.info.cut_ids == []
     assert (event.info.returned_count, event.info.used_tokens) == (0, 0)
     assert event.info.reason == "token_budget"
-    assert event.info.next_offset == 0
+    assert event.info.next_offset is None  # no budget would have room for it: nothing to page to
+
+
+def test_a_node_too_big_to_cut_leaves_room_for_the_rest(cl100k: TokenCounter) -> None:
+    huge_header = scored("Short text.", 0.9, "meta", summary=module_docstring("argparse"))
+    small = scored(module_docstring("sched"), 0.5, "sched")
+    budget = llm_tokens(cl100k, small) + 5
+    for strategy in ("stop", "fill"):
+        pp = TokenBudgetPostprocessor(max_tokens=budget, counter=cl100k, strategy=strategy)
+        assert [n.node.node_id for n in pp.postprocess_nodes([huge_header, small])] == ["sched"]
 
 
 def test_fill_keeps_smaller_nodes_after_a_bigger_one_misses(cl100k: TokenCounter) -> None:

@@ -1,9 +1,9 @@
 """Fitting LlamaIndex nodes to a token budget: what the LLM sees, counted and cut.
 
 `ragbudget.fit` ranks and budgets the nodes' LLM-visible content (metadata header included).
-A node it cuts is cut again here at the node level: the node's *text* is cut (at a sentence
-boundary, by `fit` on the text alone) until the rendered content, header and all, is within
-the room the budget leaves it. A node whose header alone does not fit is dropped.
+A node over the whole budget is cut here first, at the node level: its *text* is cut (at a
+sentence boundary, by `fit` on the text alone) until the rendered content, header and all,
+fits; a node whose header alone does not fit stays oversized and `fit` drops it.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextNode
 
-from ragbudget import CUT_MARKER, Chunk, TokenCounter, TruncationInfo, fit, rank_chunks
+from ragbudget import CUT_MARKER, Chunk, TokenCounter, TruncationInfo, count_many, fit
 from ragbudget.budget import Oversize, Strategy
 
 __all__ = ["TAG_KEY", "NodeFit", "fit_nodes"]
@@ -95,9 +95,28 @@ def _tagged(node: BaseNode, *, tokens: int, rank: int, cut: bool) -> BaseNode:
     return node
 
 
-def _cut_node(
-    node: BaseNode, room: int, counter: TokenCounter, mode: MetadataMode
-) -> tuple[BaseNode, int] | None:
+class _MemoCounter:
+    """Counts each distinct text once per call: the pre-count here and the count in `fit`."""
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self.inner = counter
+        self._memo: dict[str, int] = {}
+        self.name = counter.name
+        self.exact = counter.exact
+
+    def count(self, text: str) -> int:
+        n = self._memo.get(text)
+        if n is None:
+            n = self._memo[text] = self.inner.count(text)
+        return n
+
+    def count_batch(self, texts: list[str]) -> list[int]:
+        missing = list(dict.fromkeys(t for t in texts if t not in self._memo))
+        self._memo.update(zip(missing, count_many(self.inner, missing), strict=True))
+        return [self._memo[t] for t in texts]
+
+
+def _cut_node(node: BaseNode, room: int, memo: _MemoCounter, mode: MetadataMode) -> BaseNode | None:
     """A copy of `node` whose text is cut so its rendered content counts <= `room` tokens.
 
     None when not even the header with a cut marker fits. The text budget starts at the room
@@ -107,18 +126,19 @@ def _cut_node(
     text = node.get_content(metadata_mode=MetadataMode.NONE)
     copy = node.model_copy(deep=True)
     copy.set_content("")
-    budget = room - counter.count(copy.get_content(metadata_mode=mode))
+    budget = room - memo.count(copy.get_content(metadata_mode=mode))
     while budget > 0:
         with _core_quiet():
-            result = fit([Chunk(id="text", text=text)], budget, counter=counter)
+            # the raw counter: the prefixes bisection tries are not worth remembering
+            result = fit([Chunk(id="text", text=text)], budget, counter=memo.inner)
         if not result.chunks:
             return None
         cut_text = result.chunks[0].text
         copy.set_content(cut_text)
-        n = counter.count(copy.get_content(metadata_mode=mode))
+        n = memo.count(copy.get_content(metadata_mode=mode))  # fit counts it again
         if n <= room:
             _move_end_char_idx(copy, text, cut_text)
-            return copy, n
+            return copy
         budget -= max(1, n - room)
     return None
 
@@ -143,14 +163,27 @@ def fit_nodes(
 ) -> NodeFit:
     """Keep the highest-score nodes whose LLM-visible content fits `max_tokens`.
 
-    Returns tagged copies in input order; the caller's nodes are never touched.
+    Nodes over the whole budget are cut first (`oversize="truncate"`): their text, so that the
+    rendered content fits; `fit` then ranks and budgets, dropping what is still oversized (a
+    node whose header alone does not fit). Returns tagged copies in input order; the
+    caller's nodes are never touched.
     """
     for i, nws in enumerate(nodes):
         if not isinstance(nws, NodeWithScore):
             msg = f"nodes[{i}] must be a NodeWithScore, got {type(nws).__name__}"
             raise TypeError(msg)
+    memo = _MemoCounter(counter)
     ids = _unique_ids(nodes)
     contents = [nws.node.get_content(metadata_mode=metadata_mode) for nws in nodes]
+    cut_nodes: dict[str, BaseNode] = {}
+    if oversize == "truncate" and max_tokens > 0:
+        counts = memo.count_batch(contents)
+        for k, n in enumerate(counts):
+            if n > max_tokens and (
+                cut := _cut_node(nodes[k].node, max_tokens, memo, metadata_mode)
+            ):
+                cut_nodes[ids[k]] = cut
+                contents[k] = cut.get_content(metadata_mode=metadata_mode)
     chunks = [
         Chunk(id=cid, text=content, score=_score(nws))
         for cid, content, nws in zip(ids, contents, nodes, strict=True)
@@ -159,64 +192,28 @@ def fit_nodes(
         result = fit(
             chunks,
             max_tokens,
-            counter=counter,
+            counter=memo,
             strategy=strategy,
-            oversize=oversize,
+            oversize="drop",  # what is still oversized cannot be cut to fit
             order="original",
         )
-    info = result.info
-    index_of = {cid: k for k, cid in enumerate(ids)}
-    cut_by_fit = set(info.cut_ids)
 
+    index_of = {cid: k for k, cid in enumerate(ids)}
     out: list[NodeWithScore] = []
-    cut_ids: list[str] = []
-    late_dropped: list[str] = []
-    used = sum(result.tokens)
     for chunk, tokens, rank in zip(result.chunks, result.tokens, result.ranks, strict=True):
         source = nodes[index_of[chunk.id]]
-        if chunk.id in cut_by_fit:
-            room = max_tokens - (used - tokens)
-            cut = _cut_node(source.node, room, counter, metadata_mode)
-            if cut is None:
-                late_dropped.append(chunk.id)
-                used -= tokens
-                continue
-            node, new_tokens = cut
-            used += new_tokens - tokens
-            tokens = new_tokens
-            cut_ids.append(chunk.id)
-        else:
-            node = source.node.model_copy(deep=True)
-        tagged = _tagged(node, tokens=tokens, rank=rank, cut=chunk.id in cut_ids)
+        node = cut_nodes.get(chunk.id) or source.node.model_copy(deep=True)
+        tagged = _tagged(node, tokens=tokens, rank=rank, cut=chunk.id in cut_nodes)
         out.append(NodeWithScore(node=tagged, score=source.score))
 
-    if late_dropped or cut_by_fit:
-        info = _node_level_info(info, chunks, cut_ids, late_dropped, used)
+    info = result.info
+    cut_ids = [chunk.id for chunk in result.chunks if chunk.id in cut_nodes]
+    if cut_ids:
+        info = info.model_copy(
+            update={
+                "truncated": True,
+                "reason": "token_budget" if info.dropped_ids else "chunk_cut",
+                "cut_ids": cut_ids,
+            }
+        )
     return NodeFit(nodes=out, info=info)
-
-
-def _node_level_info(
-    info: TruncationInfo,
-    chunks: list[Chunk],
-    cut_ids: list[str],
-    late_dropped: list[str],
-    used: int,
-) -> TruncationInfo:
-    """The fit's report, corrected for the node-level cuts (new counts, late drops)."""
-    rank_of = {chunks[idx].id: r for r, idx in enumerate(rank_chunks(chunks))}
-    dropped = sorted([*info.dropped_ids, *late_dropped], key=rank_of.__getitem__)
-    next_offset = min(
-        [r for r in (info.next_offset, *(rank_of[c] for c in late_dropped)) if r is not None],
-        default=None,
-    )
-    return info.model_copy(
-        update={
-            "truncated": bool(dropped or cut_ids),
-            "reason": "token_budget" if dropped else ("chunk_cut" if cut_ids else None),
-            "returned_count": info.returned_count - len(late_dropped),
-            "dropped_ids": dropped,
-            "cut_ids": cut_ids,
-            "used_tokens": used,
-            "next_offset": next_offset,
-        }
-    )
