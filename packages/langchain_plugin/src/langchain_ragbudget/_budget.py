@@ -16,14 +16,11 @@ from ragbudget import (
     Chunk,
     TokenCounter,
     TruncationInfo,
+    cut_to_tokens,
     fit,
     get_counter,
     rank_chunks,
 )
-
-# The core's boundary-aware cut, also used by fit(); private there, so this plugin pins to the
-# workspace's ragbudget (a public `cut_to_tokens` is requested in the core).
-from ragbudget._cut import cut_to_tokens
 
 __all__ = ["SCORE_KEYS", "BudgetOptions", "check_k"]
 
