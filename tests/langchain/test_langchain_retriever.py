@@ -224,6 +224,18 @@ def test_a_document_whose_frame_alone_exceeds_the_budget_is_left_out() -> None:
     assert (info.truncated, info.reason, info.used_tokens) == (True, "token_budget", 0)
 
 
+def test_the_counter_is_the_one_configured_now() -> None:
+    docs = _docs(3)
+    retriever = TokenBudgetRetriever(base_retriever=ListRetriever(docs=docs))
+    chars = retriever.model_copy(update={"counter": "chars:1"})
+    assert [d.metadata["ragbudget"]["tokens"] for d in chars.invoke("q")] == [
+        len(d.page_content + SEP) for d in docs
+    ]
+    assert [d.metadata["ragbudget"]["tokens"] for d in retriever.invoke("q")] == [
+        get_counter(None).count(d.page_content + SEP) for d in docs
+    ]
+
+
 def test_a_callable_formatter_must_return_text() -> None:
     base = ListRetriever(docs=_docs(3))
     upper = TokenBudgetRetriever(base_retriever=base, document_formatter=lambda d: d.id.upper())

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from langchain_core.documents import Document
 from langchain_core.prompts import BasePromptTemplate, format_document
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ragbudget import (
     CUT_MARKER,
     Chunk,
@@ -111,13 +111,11 @@ class BudgetOptions(BaseModel):
         ),
     )
 
-    _counter: TokenCounter = PrivateAttr()
-
     @field_validator("counter")
     @classmethod
     def _valid_counter(cls, value: Any) -> Any:
         try:
-            get_counter(value)
+            get_counter(value)  # fail at construction; resolved per call (spec strings cached)
         except TypeError as exc:
             raise ValueError(str(exc)) from None
         return value
@@ -130,13 +128,9 @@ class BudgetOptions(BaseModel):
             raise ValueError(msg)
         return value
 
-    def model_post_init(self, context: Any, /) -> None:
-        super().model_post_init(context)
-        self._counter = get_counter(self.counter)
-
     # -- the parts ---------------------------------------------------------------------------
 
-    def render(self, doc: Document) -> str:
+    def _render(self, doc: Document) -> str:
         """The text the model sees for `doc` (without the separator)."""
         formatter = self.document_formatter
         if formatter is None:
@@ -149,7 +143,7 @@ class BudgetOptions(BaseModel):
             raise TypeError(msg)
         return text
 
-    def score(self, doc: Document, position: int) -> float | None:
+    def _score(self, doc: Document, position: int) -> float | None:
         """The document's score (higher is better), or None when it has none."""
         key = self.score_key
         if callable(key):
@@ -164,12 +158,15 @@ class BudgetOptions(BaseModel):
 
     # -- the budget --------------------------------------------------------------------------
 
-    def budget(self, documents: Any, k: int | None) -> tuple[list[Document], TruncationInfo]:
+    def _budget(self, documents: Any, k: int | None) -> tuple[list[Document], TruncationInfo]:
         """The best documents that fit (copies, annotated) and what was left out."""
         docs = _as_documents(documents)
+        counter = get_counter(self.counter)
         ids = _chunk_ids(docs)
         chunks = [
-            Chunk(id=ids[i], text=self.render(d) + self.document_separator, score=self.score(d, i))
+            Chunk(
+                id=ids[i], text=self._render(d) + self.document_separator, score=self._score(d, i)
+            )
             for i, d in enumerate(docs)
         ]
         if k is not None and k < len(chunks):
@@ -177,7 +174,7 @@ class BudgetOptions(BaseModel):
         result = fit(
             chunks,
             self.max_tokens,
-            counter=self._counter,
+            counter=counter,
             strategy=self.strategy,
             oversize=self.oversize,
         )
@@ -189,7 +186,7 @@ class BudgetOptions(BaseModel):
             doc = docs[position[chunk.id]]
             content = doc.page_content
             if chunk.id in cut_ids:
-                recut = self._recut(doc, chunk, tokens)
+                recut = self._recut(doc, chunk, tokens, counter)
                 if recut is None:
                     lost.append(chunk.id)
                     continue
@@ -207,14 +204,16 @@ class BudgetOptions(BaseModel):
             info = _recount(info, kept, lost, ranked)
         return kept, info
 
-    def _recut(self, doc: Document, chunk: Chunk, tokens: int) -> tuple[str, int] | None:
+    def _recut(
+        self, doc: Document, chunk: Chunk, tokens: int, counter: TokenCounter
+    ) -> tuple[str, int] | None:
         """`doc`'s page_content cut so that its rendering plus separator counts <= `tokens`.
 
         fit() cut the rendered text; the caller gets a Document, so the cut is redone on the
         content itself, counted through the formatter, within the tokens fit() gave it."""
         if self.document_formatter is None and not self.document_separator:
             return chunk.text, tokens  # the rendered text is the content: fit's cut stands
-        framed = _FramedCounter(self._counter, doc, self)
+        framed = _FramedCounter(counter, doc, self)
         total = framed.count(doc.page_content)
         marker = CUT_MARKER.format(limit=self.max_tokens, total=total)
         text = cut_to_tokens(doc.page_content, tokens, framed, marker)
@@ -233,7 +232,7 @@ class _FramedCounter:
 
     def count(self, text: str) -> int:
         doc = self._doc.model_copy(update={"page_content": text})
-        return self._base.count(self._options.render(doc) + self._options.document_separator)
+        return self._base.count(self._options._render(doc) + self._options.document_separator)
 
 
 def _is_number(value: Any) -> bool:

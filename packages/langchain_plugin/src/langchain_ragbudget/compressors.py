@@ -89,7 +89,7 @@ class TokenBudgetCompressor(
         callbacks: Callbacks | None = None,
     ) -> Sequence[Document]:
         """The best `documents` that fit the budget (copies); `query` is not used."""
-        docs, info = self.budget(documents, self.k)
+        docs, info = self._budget(documents, self.k)
         dispatch_truncation(info, callbacks)
         return docs
 
@@ -101,7 +101,7 @@ class TokenBudgetCompressor(
         callbacks: Callbacks | None = None,
     ) -> Sequence[Document]:
         """Async `compress_documents`: awaits async callback handlers."""
-        docs, info = self.budget(documents, self.k)
+        docs, info = self._budget(documents, self.k)
         await adispatch_truncation(info, callbacks)
         return docs
 
@@ -120,7 +120,7 @@ class TokenBudgetCompressor(
         def run(
             docs: Sequence[Document], run_manager: CallbackManagerForChainRun
         ) -> list[Document]:
-            kept, info = self.budget(docs, limit)
+            kept, info = self._budget(docs, limit)
             dispatch_truncation(info, run_manager.get_child())
             return kept
 
@@ -139,7 +139,7 @@ class TokenBudgetCompressor(
         async def run(
             docs: Sequence[Document], run_manager: AsyncCallbackManagerForChainRun
         ) -> list[Document]:
-            kept, info = self.budget(docs, limit)
+            kept, info = self._budget(docs, limit)
             await adispatch_truncation(info, run_manager.get_child())
             return kept
 

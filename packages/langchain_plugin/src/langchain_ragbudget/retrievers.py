@@ -107,7 +107,7 @@ class TokenBudgetRetriever(BudgetOptions, BaseRetriever):
         fetched = self.base_retriever.invoke(
             query, config={"callbacks": run_manager.get_child()}, **kwargs
         )
-        docs, info = self.budget(fetched, limit)
+        docs, info = self._budget(fetched, limit)
         dispatch_truncation(info, run_manager.get_child())
         return docs
 
@@ -124,7 +124,7 @@ class TokenBudgetRetriever(BudgetOptions, BaseRetriever):
         fetched = await self.base_retriever.ainvoke(
             query, config={"callbacks": run_manager.get_child()}, **kwargs
         )
-        docs, info = self.budget(fetched, limit)
+        docs, info = self._budget(fetched, limit)
         await adispatch_truncation(info, run_manager.get_child())
         return docs
 
