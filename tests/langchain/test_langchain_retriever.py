@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 import logging
+import re
+import textwrap
 import uuid
 from pathlib import Path
 from typing import Any
@@ -457,3 +459,13 @@ async def test_over_embedded_chroma_sync_and_async(
     assert scores == sorted(scores, reverse=True)
     assert sum(d.metadata["ragbudget"]["tokens"] for d in async_docs) <= budget
     assert base.async_calls == 1
+
+
+def test_the_class_docstring_examples_run_as_written() -> None:
+    blocks = re.findall(r"```python\n(.*?)```", TokenBudgetRetriever.__doc__ or "", re.S)
+    namespace: dict[str, Any] = {}
+    for block in blocks[:2]:  # Instantiate, Use (the Async one needs an event loop)
+        exec(textwrap.dedent(block), namespace)
+    docs = namespace["docs"]
+    assert len(docs) == 4  # "4 of the 20"
+    assert docs[0].metadata["ragbudget"] == {"tokens": 101, "rank": 0, "score": None, "cut": False}

@@ -65,8 +65,8 @@ class TokenBudgetRetriever(BudgetOptions, BaseRetriever):
 
     Use:
         ```python
-        docs = retriever.invoke("note 3")  # only as many documents as fit 500 tokens
-        docs[0].metadata["ragbudget"]      # {'tokens': 152, 'rank': 0, 'score': None, 'cut': False}
+        docs = retriever.invoke("note 3")  # 4 of the 20: as many as fit 500 tokens
+        docs[0].metadata["ragbudget"]      # {'tokens': 101, 'rank': 0, 'score': None, 'cut': False}
         retriever.invoke("note 3", k=2)    # at most 2
         ```
 
@@ -79,8 +79,7 @@ class TokenBudgetRetriever(BudgetOptions, BaseRetriever):
         Each call emits the custom event `"ragbudget_truncation"` (`TRUNCATION_EVENT`) whose
         data is the call's `ragbudget.TruncationInfo`: callback handlers get it in
         `on_custom_event`, and `astream_events(..., version="v2")` yields it as an
-        `on_custom_event` event. Truncations are also logged (logger `ragbudget` at warning,
-        `langchain_ragbudget` at info).
+        `on_custom_event` event. Truncations are also logged (logger `ragbudget`, warning).
 
     Returned documents are copies: the base retriever's documents are never changed. Each copy
     has `metadata["ragbudget"] = {"tokens", "rank", "score", "cut"}`: its tokens as counted
