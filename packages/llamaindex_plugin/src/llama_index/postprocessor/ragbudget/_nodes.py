@@ -179,9 +179,10 @@ def fit_nodes(
     if oversize == "truncate" and max_tokens > 0:
         counts = memo.count_batch(contents)
         for k, n in enumerate(counts):
-            if n > max_tokens and (
-                cut := _cut_node(nodes[k].node, max_tokens, memo, metadata_mode)
-            ):
+            if n <= max_tokens:
+                continue
+            cut = _cut_node(nodes[k].node, max_tokens, memo, metadata_mode)
+            if cut is not None:
                 cut_nodes[ids[k]] = cut
                 contents[k] = cut.get_content(metadata_mode=metadata_mode)
     chunks = [
@@ -202,7 +203,7 @@ def fit_nodes(
     out: list[NodeWithScore] = []
     for chunk, tokens, rank in zip(result.chunks, result.tokens, result.ranks, strict=True):
         source = nodes[index_of[chunk.id]]
-        node = cut_nodes.get(chunk.id) or source.node.model_copy(deep=True)
+        node = cut_nodes[chunk.id] if chunk.id in cut_nodes else source.node.model_copy(deep=True)
         tagged = _tagged(node, tokens=tokens, rank=rank, cut=chunk.id in cut_nodes)
         out.append(NodeWithScore(node=tagged, score=source.score))
 
