@@ -134,6 +134,7 @@ def llm_tokens(counter: TokenCounter, nws: NodeWithScore) -> int:
 
 __all__ = [
     "DISPATCHER",
+    "PROSE_MODULES",
     "STDLIB",
     "BudgetEvents",
     "WordsEmbedding",

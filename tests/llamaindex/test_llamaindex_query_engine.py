@@ -6,8 +6,6 @@ would have been sent: the context section can be checked against the budget.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import chromadb
 import pytest
 from li_parts import (
@@ -182,7 +180,7 @@ async def test_chroma_query_engine_async(
 
 
 def test_the_store_still_holds_every_node_untouched(
-    index: VectorStoreIndex, retrieved: list[NodeWithScore], cl100k: TokenCounter, tmp_path: Path
+    index: VectorStoreIndex, retrieved: list[NodeWithScore], cl100k: TokenCounter
 ) -> None:
     budget = llm_tokens(cl100k, retrieved[0]) // 2
     engine(index, TokenBudgetPostprocessor(max_tokens=budget, counter=cl100k)).query(QUERY)
