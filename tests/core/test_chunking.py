@@ -48,7 +48,7 @@ def check_no_overlap(chunks: list[TextChunk]) -> None:
 
 
 PIECES = [
-    *"abc xyz.,;:!?\n\n\t  #-*`()=_",
+    *"abc xyz.,;:!?\n\n\t  #-*`()=_\x1f\xa0\u3000",
     "日本語",
     "中文",
     "한국어",

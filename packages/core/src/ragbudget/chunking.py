@@ -246,7 +246,9 @@ def _split(
     except UnicodeEncodeError as exc:
         msg = f"text must be valid unicode (no lone surrogates): {exc}"
         raise ValueError(msg) from None
-    return [(base + start, base + start + len(piece)) for start, piece in pieces if piece]
+    # Python's whitespace (str.strip) is wider than Unicode's White_Space the splitter trims
+    # (e.g. U+001C..U+001F): a piece of nothing else is dropped like any other whitespace.
+    return [(base + start, base + start + len(piece)) for start, piece in pieces if piece.strip()]
 
 
 def _longest_prefix(text: str, start: int, end: int, counter: TokenCounter, limit: int) -> int:
@@ -328,6 +330,8 @@ def _fit_spans(
                     break
             else:
                 for part in _hard_split(text, span, counter, limit, max_tokens):
+                    if not text[part[0] : part[1]].strip():
+                        continue
                     out.append(part)
                     out_counts.append(counter.count(text[part[0] : part[1]]))
         i += 2
