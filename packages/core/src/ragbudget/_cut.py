@@ -24,11 +24,29 @@ def _fits(counter: TokenCounter, text: str, limit: int) -> bool:
 
 
 def _longest_fitting_prefix(text: str, suffix: str, limit: int, counter: TokenCounter) -> int:
-    """Largest n (by bisection) with count(text[:n] + suffix) <= limit; 0 if none fits."""
+    """A long n with count(text[:n] + suffix) <= limit (0 if none), found with few counts of
+    prefixes near the answer: secant steps on the measured ratio, then bisection down to 1% (the
+    cut then moves back to a boundary anyway, so finer precision would buy nothing)."""
     # No real tokenizer makes a token of more than a few dozen characters, so the answer lies
-    # well below this bound; past it, bisection would only count text that cannot fit.
-    lo, hi = 0, min(len(text), (limit + 1) * 64)
-    while lo < hi:
+    # below this bound; past it, counting would only read text that cannot fit.
+    n_max = min(len(text), (limit + 1) * 64)
+    base = counter.count(suffix)
+    lo, hi = 0, n_max  # lo always fits; the answer is in [lo, hi]
+    guess = min(n_max, max(1, limit * 4))
+    for _ in range(4):
+        used = counter.count(text[:guess] + suffix)
+        if used <= limit:
+            lo = guess
+            if guess == hi or used >= limit - max(1, limit // 100):
+                return guess
+        else:
+            hi = guess - 1
+        if lo >= hi:
+            return lo
+        per_char = max(used - base, 1) / guess
+        guess = int((limit - base) / per_char * 0.99)
+        guess = min(max(guess, lo + 1), hi)
+    while hi - lo > max(16, lo // 100):
         mid = (lo + hi + 1) // 2
         if _fits(counter, text[:mid] + suffix, limit):
             lo = mid
