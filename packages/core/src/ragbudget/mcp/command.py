@@ -1,0 +1,190 @@
+"""`ragbudget serve`: run the MCP server over stdio (default) or streamable HTTP at `/mcp`."""
+
+from __future__ import annotations
+
+import enum
+import ipaddress
+import logging
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+
+from ragbudget.mcp.settings import DEFAULT_MAX_TOKENS_CEILING, ServerSettings
+
+__all__ = ["HTTP_PATH", "Transport", "register", "serve"]
+
+logger = logging.getLogger(__name__)
+
+HTTP_PATH = "/mcp"
+"""Where the streamable HTTP transport listens."""
+
+
+class Transport(enum.StrEnum):
+    """How MCP clients reach the server."""
+
+    stdio = "stdio"
+    http = "http"
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    typer.echo(f"ragbudget serve: {message}", err=True)
+    return typer.Exit(code)
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _configure_logging(level: str) -> None:
+    """ragbudget's own log records go to stderr: stdout belongs to the protocol."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger("ragbudget")
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    root.propagate = False
+
+
+def serve(
+    db: Annotated[
+        Path | None,
+        typer.Option(
+            "--db",
+            envvar="RAGBUDGET_DB",
+            help="Embedded store folder (default .ragbudget). Use an absolute path in client "
+            "configs: desktop apps start servers in an arbitrary directory.",
+        ),
+    ] = None,
+    server: Annotated[
+        str | None,
+        typer.Option(
+            "--server", envvar="RAGBUDGET_SERVER", help="Chroma server URL instead of --db."
+        ),
+    ] = None,
+    collection: Annotated[
+        str, typer.Option(envvar="RAGBUDGET_COLLECTION", help="Collection to serve.")
+    ] = "documents",
+    embedding: Annotated[
+        str | None,
+        typer.Option(
+            envvar="RAGBUDGET_EMBEDDING",
+            help="Embedding (default: the collection's own; 'hashing' for a new one).",
+        ),
+    ] = None,
+    counter: Annotated[
+        str | None,
+        typer.Option(
+            envvar="RAGBUDGET_COUNTER",
+            help="Token counter for every budget, e.g. tiktoken:cl100k_base "
+            "(default: the estimate).",
+        ),
+    ] = None,
+    transport: Annotated[
+        Transport, typer.Option(case_sensitive=False, help="stdio, or streamable HTTP at /mcp.")
+    ] = Transport.stdio,
+    host: Annotated[str, typer.Option(help="HTTP bind address.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="HTTP port.")] = 8000,
+    allow_root: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--allow-root",
+            help="Folder the ingest tool may index (repeatable). Without one, ingest is off.",
+        ),
+    ] = None,
+    max_tokens_ceiling: Annotated[
+        int, typer.Option(help="Cap on any tool call's max_tokens; larger asks are clamped.")
+    ] = DEFAULT_MAX_TOKENS_CEILING,
+    auth_token: Annotated[
+        str | None,
+        typer.Option(
+            envvar="RAGBUDGET_AUTH_TOKEN",
+            help="HTTP only: require 'Authorization: Bearer <token>' on every request.",
+        ),
+    ] = None,
+    log_level: Annotated[
+        str, typer.Option(help="Log level for stderr (DEBUG, INFO, WARNING, ERROR).")
+    ] = "WARNING",
+) -> None:
+    """Serve budgeted search to MCP clients (Claude Desktop, Claude Code, Cursor, ...).
+
+    stdout carries nothing but MCP messages; logs go to stderr.
+    """
+    try:
+        from ragbudget.mcp.server import create_server
+    except ImportError as exc:  # pragma: no cover - only without the extra
+        raise _fail(f"needs the mcp extra ({exc}): pip install 'ragbudget[mcp]'", code=1) from None
+
+    level = log_level.upper()
+    if level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+        raise _fail(f"--log-level must be DEBUG, INFO, WARNING or ERROR, got {log_level!r}")
+    _configure_logging(level)
+    try:
+        settings = ServerSettings(
+            db=db,
+            server=server,
+            collection=collection,
+            embedding=embedding,
+            counter=counter,
+            allow_roots=tuple(allow_root or ()),
+            max_tokens_ceiling=max_tokens_ceiling,
+        )
+    except ValidationError as exc:
+        problems = "; ".join(str(err["msg"]).removeprefix("Value error, ") for err in exc.errors())
+        raise _fail(problems) from None
+
+    if transport is Transport.stdio and auth_token:
+        logger.warning("--auth-token applies to --transport http only; stdio ignores it")
+    if transport is Transport.http and not auth_token and not _is_loopback(host):
+        logger.warning(
+            "serving on %s without --auth-token: anyone who can reach it can search the store",
+            host,
+        )
+
+    mcp = create_server(settings, auth_token=auth_token if transport is Transport.http else None)
+    try:
+        if transport is Transport.stdio:
+            mcp.run("stdio", show_banner=False, log_level=level)
+        else:
+            mcp.run(
+                "http",
+                show_banner=False,
+                host=host,
+                port=port,
+                path=HTTP_PATH,
+                log_level=level,
+            )
+    except KeyboardInterrupt:  # pragma: no cover - interactive stop
+        return
+    except Exception as exc:
+        raise _fail(f"cannot serve: {_leaf(exc)}", code=1) from None
+
+
+def register(app: typer.Typer) -> None:
+    """Add `serve` to the `ragbudget` command line."""
+    app.command("serve")(serve)
+
+
+def main() -> None:
+    """`python -m ragbudget.mcp`: the `serve` command on its own."""
+    app = typer.Typer(add_completion=False, help="ragbudget MCP server")
+    register(app)
+
+    @app.callback()
+    def _root() -> None:
+        """ragbudget MCP server."""
+
+    app()

@@ -1,0 +1,101 @@
+"""What `ragbudget serve` was started with: the store to open and the server-wide limits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+__all__ = ["DEFAULT_MAX_TOKENS_CEILING", "MIN_MAX_TOKENS_CEILING", "ServerSettings"]
+
+DEFAULT_MAX_TOKENS_CEILING = 25_000
+"""Claude Code refuses tool output over 25,000 tokens by default: the server never asks for more."""
+
+MIN_MAX_TOKENS_CEILING = 256
+"""Below this a clamped response could not hold the clamp notice and one result."""
+
+
+class ServerSettings(BaseModel):
+    """The store a server opens and the limits it enforces on every tool call.
+
+    Setup:
+        `pip install 'ragbudget[mcp]'`; `ragbudget serve` builds one from its options.
+
+    Key init args:
+        db: folder of the embedded Chroma store (default `.ragbudget`; not with `server`).
+        server: URL of a Chroma server (`http://host:port`) instead of an embedded store.
+        collection: Chroma collection to search.
+        counter: token counter spec (`get_counter`), e.g. `"tiktoken:cl100k_base"`.
+        allow_roots: folders the `ingest` tool may index; empty means ingest is disabled.
+        max_tokens_ceiling: the largest budget any tool call gets; larger asks are clamped.
+
+    Instantiate:
+        ```python
+        from ragbudget.mcp import ServerSettings, create_server
+
+        settings = ServerSettings(db=".ragbudget", counter="tiktoken:cl100k_base")
+        mcp = create_server(settings)
+        ```
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    db: Path | None = Field(
+        default=None, description="Embedded Chroma store folder (None = `.ragbudget`)."
+    )
+    server: str | None = Field(
+        default=None, description="Chroma server URL (http://host:port); replaces `db`."
+    )
+    collection: str = Field(default="documents", description="Chroma collection to serve.")
+    embedding: str | None = Field(
+        default=None,
+        description="Embedding to use; None takes the collection's own ('hashing' when new).",
+    )
+    counter: str | None = Field(
+        default=None,
+        description="Token counter spec for every budget (None = the calibrated estimate).",
+    )
+    allow_roots: tuple[Path, ...] = Field(
+        default=(),
+        description="Folders `ingest` may index (resolved, symlinks followed); empty = disabled.",
+    )
+    max_tokens_ceiling: int = Field(
+        default=DEFAULT_MAX_TOKENS_CEILING,
+        description="Server-wide cap on any tool call's max_tokens; larger asks are clamped.",
+    )
+    name: str = Field(default="ragbudget", description="Server name reported to MCP clients.")
+
+    @field_validator("max_tokens_ceiling")
+    @classmethod
+    def _check_ceiling(cls, value: int) -> int:
+        if value < MIN_MAX_TOKENS_CEILING:
+            msg = f"max_tokens_ceiling must be >= {MIN_MAX_TOKENS_CEILING}, got {value}"
+            raise ValueError(msg)
+        return value
+
+    @field_validator("allow_roots")
+    @classmethod
+    def _check_roots(cls, roots: tuple[Path, ...]) -> tuple[Path, ...]:
+        resolved = []
+        for root in roots:
+            path = Path(root).expanduser().resolve()
+            if not path.is_dir():
+                msg = f"allow_roots: {root} is not an existing directory"
+                raise ValueError(msg)
+            resolved.append(path)
+        return tuple(dict.fromkeys(resolved))
+
+    @model_validator(mode="after")
+    def _check_location(self) -> ServerSettings:
+        if self.server is not None and self.db is not None:
+            msg = "give either db (an embedded store) or server (a Chroma server), not both"
+            raise ValueError(msg)
+        if self.server is not None and not self.server.startswith(("http://", "https://")):
+            msg = f"server must be an http:// or https:// URL, got {self.server!r}"
+            raise ValueError(msg)
+        return self
+
+    @property
+    def ingest_enabled(self) -> bool:
+        """True when at least one root was allowed."""
+        return bool(self.allow_roots)

@@ -1,0 +1,334 @@
+"""The four MCP tools: budgeted `search`, paged `read_document`, rooted `ingest`, and `stats`.
+
+Budget rule for `search` and `read_document`: the text content blocks a client receives,
+counted one by one with the server's counter, add up to at most the effective `max_tokens`.
+The result's single data block is the store's own `to_text()` (budgeted by the store, and
+counted again by the server before it leaves: see `budgeting`); when the ask was above the
+server's ceiling, a short clamp notice comes first as its own block and the store gets the
+ceiling minus that notice's tokens. The structured content (the pydantic response, matching
+the declared output schema) is not sent a second time as text.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Annotated, Any, TypeVar
+
+import anyio
+import anyio.from_thread
+import anyio.to_thread
+from fastmcp import Context, FastMCP
+from fastmcp.exceptions import ToolError
+from fastmcp.tools import Tool, ToolResult
+from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp_types import TextContent, ToolAnnotations
+from pydantic import BaseModel, ConfigDict, Field
+
+from ragbudget.counters import TokenCounter
+from ragbudget.mcp.budgeting import BudgetExceededError, clamp_budget, fit_text
+from ragbudget.mcp.roots import OutsideRootsError, check_ingest_paths
+from ragbudget.mcp.settings import ServerSettings
+from ragbudget.store import (
+    DocumentStore,
+    IngestReport,
+    ReadResponse,
+    SearchResponse,
+    StoreError,
+    StoreStats,
+)
+
+__all__ = ["STATE_KEY", "ServerState", "ServerStats", "register_tools"]
+
+logger = logging.getLogger(__name__)
+
+STATE_KEY = "ragbudget"
+"""Key of the `ServerState` in the lifespan context."""
+
+MAX_LIMIT = 200
+"""Most results one `search` may rank (a larger ask is an argument error)."""
+
+R = TypeVar("R", SearchResponse, ReadResponse)
+
+
+@dataclass
+class ServerState:
+    """What every tool call shares, opened once in the server's lifespan."""
+
+    store: DocumentStore
+    counter: TokenCounter
+    settings: ServerSettings
+    ingest_lock: anyio.Lock = field(default_factory=anyio.Lock)
+
+
+class ServerStats(BaseModel):
+    """What `stats` reports: the store's own figures plus this server's limits."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    store: StoreStats = Field(description="Collections, chunk counts, embedding and counter.")
+    counter: str = Field(description="Counter every budget of this server is measured with.")
+    counter_exact: bool = Field(description="True for a real tokenizer, False for an estimate.")
+    max_tokens_ceiling: int = Field(description="Largest max_tokens any call gets.")
+    ingest_roots: list[str] = Field(description="Folders `ingest` may index; empty = disabled.")
+
+
+def _state(ctx: Context) -> ServerState:
+    state = ctx.lifespan_context.get(STATE_KEY)
+    if not isinstance(state, ServerState):  # pragma: no cover - only without our lifespan
+        msg = "the ragbudget store is not open: build the server with create_server()"
+        raise ToolError(msg)
+    return state
+
+
+async def _warn(ctx: Context, message: str) -> None:
+    """Send an MCP log warning to the client (and log it on stderr)."""
+    logger.warning(message)
+    # fastmcp 4 keeps MCP logging for protocol versions before 2026-07-28 and the SDK marks
+    # the call deprecated; that deprecation is upstream's, not something a caller can act on.
+    warnings.filterwarnings(
+        "ignore", message="The logging capability is deprecated", category=MCPDeprecationWarning
+    )
+    await ctx.warning(message, logger_name="ragbudget")
+
+
+async def _budgeted(
+    ctx: Context,
+    state: ServerState,
+    max_tokens: int,
+    fetch: Callable[[int], R],
+    warning: Callable[[R, int], str | None],
+) -> ToolResult:
+    """Run a store call within the (clamped) budget and package what the client receives.
+
+    The content is the clamp notice (only when the ask was above the ceiling) and the store's
+    `to_text()`; the two together count at most the effective budget. The structured content
+    is the store's response itself.
+    """
+    effective, notice = clamp_budget(max_tokens, state.settings.max_tokens_ceiling)
+    blocks: list[TextContent] = [] if notice is None else [TextContent(type="text", text=notice)]
+    reserved = 0 if notice is None else state.counter.count(notice)
+    try:
+        response, text, used = await anyio.to_thread.run_sync(
+            partial(
+                fit_text, fetch, effective - reserved, state.counter, retry_errors=(StoreError,)
+            )
+        )
+    except (StoreError, BudgetExceededError) as exc:
+        raise ToolError(str(exc)) from exc
+    message = warning(response, effective - reserved)
+    if message is not None:
+        await _warn(ctx, message)
+    return ToolResult(
+        content=[*blocks, TextContent(type="text", text=text)],
+        structured_content=response.model_dump(mode="json"),
+        meta={
+            "ragbudget": {
+                "max_tokens": effective,
+                "requested_max_tokens": max_tokens,
+                "clamped": notice is not None,
+                "text_tokens": used + reserved,
+                "counter": state.counter.name,
+            }
+        },
+    )
+
+
+async def search(
+    query: Annotated[
+        str,
+        Field(
+            description="What to look for, in words or code identifiers.",
+            min_length=1,
+            max_length=4000,
+        ),
+    ],
+    ctx: Context,
+    limit: Annotated[
+        int,
+        Field(description="Most results to rank before the budget applies.", ge=1, le=MAX_LIMIT),
+    ] = 10,
+    max_tokens: Annotated[
+        int,
+        Field(
+            description=(
+                "Token budget for the whole response text; the server caps it at its ceiling "
+                "(25,000 unless configured)."
+            ),
+            ge=1,
+        ),
+    ] = 8192,
+    offset: Annotated[
+        int,
+        Field(
+            description="Rank to start from: pass the next_offset of a truncated response.",
+            ge=0,
+        ),
+    ] = 0,
+    concise: Annotated[
+        bool, Field(description="Short snippets and fewer fields, to scan more results.")
+    ] = False,
+    file_type: Annotated[
+        str | None,
+        Field(description="Only files of this type, e.g. 'py' or 'md'.", min_length=1),
+    ] = None,
+    directory: Annotated[
+        str | None,
+        Field(description="Only files under this folder (as stored in `source`).", min_length=1),
+    ] = None,
+) -> ToolResult:
+    """Search the indexed documents; the response always fits `max_tokens`.
+
+    Results are ranked chunks with their source file and line span. When the budget cuts the
+    list short, the response says how many were left out and the `offset` to continue from;
+    read a whole file in pages with `read_document`.
+    """
+    state = _state(ctx)
+
+    def fetch(budget: int) -> SearchResponse:
+        return state.store.search(
+            query,
+            limit=limit,
+            max_tokens=budget,
+            offset=offset,
+            concise=concise,
+            file_type=file_type,
+            directory=directory,
+            counter=state.counter,
+        )
+
+    def warning(response: SearchResponse, budget: int) -> str | None:
+        if not response.truncated:
+            return None
+        return (
+            f"search {query!r}: response truncated to fit {budget:,} tokens "
+            f"({response.notice or 'see truncation_info'})"
+        )
+
+    return await _budgeted(ctx, state, max_tokens, fetch, warning)
+
+
+async def read_document(
+    source: Annotated[
+        str,
+        Field(description="The document's `source`, as a search result gives it.", min_length=1),
+    ],
+    ctx: Context,
+    offset: Annotated[
+        int,
+        Field(description="First line to return (1-based); use the offset a notice gives.", ge=1),
+    ] = 1,
+    limit: Annotated[
+        int | None,
+        Field(description="Most lines to return (None = as many as the budget allows).", ge=1),
+    ] = None,
+    max_tokens: Annotated[
+        int,
+        Field(
+            description="Token budget for the page; the server caps it at its ceiling.",
+            ge=1,
+        ),
+    ] = 8192,
+) -> ToolResult:
+    """Read a stored document by lines, one budgeted page at a time.
+
+    A page that stops early ends with a notice naming the `offset` of the next line, so a
+    document far larger than any budget can be read in full, page by page.
+    """
+    state = _state(ctx)
+
+    def fetch(budget: int) -> ReadResponse:
+        return state.store.read(
+            source, offset=offset, limit=limit, max_tokens=budget, counter=state.counter
+        )
+
+    def warning(response: ReadResponse, budget: int) -> str | None:
+        if not response.truncated:
+            return None
+        return f"read_document {source!r}: page cut to fit {budget:,} tokens ({response.notice})"
+
+    return await _budgeted(ctx, state, max_tokens, fetch, warning)
+
+
+async def ingest(
+    paths: Annotated[
+        list[str],
+        Field(
+            description="Files or folders to index; each must lie under a root the server allows.",
+            min_length=1,
+            max_length=100,
+        ),
+    ],
+    ctx: Context,
+) -> IngestReport:
+    """Index files and folders under the server's allowed roots (idempotent).
+
+    Unchanged files are skipped, changed ones replace their old chunks. Paths outside the
+    allowed roots, including through symlinks, are refused.
+    """
+    state = _state(ctx)
+    try:
+        checked = check_ingest_paths(paths, state.settings.allow_roots)
+    except OutsideRootsError as exc:
+        raise ToolError(str(exc)) from exc
+
+    def on_progress(done: int, total: int, path: str) -> None:
+        anyio.from_thread.run(partial(ctx.report_progress, done, total, path))
+
+    call = partial(state.store.ingest, [str(p) for p in checked], on_progress=on_progress)
+    async with state.ingest_lock:
+        try:
+            report: IngestReport = await anyio.to_thread.run_sync(call)
+        except StoreError as exc:
+            raise ToolError(str(exc)) from exc
+    return report
+
+
+async def stats(ctx: Context) -> ServerStats:
+    """What is indexed (collections, chunk counts, embedding, counter) and this server's limits."""
+    state = _state(ctx)
+    try:
+        store_stats: StoreStats = await anyio.to_thread.run_sync(state.store.stats)
+    except StoreError as exc:
+        raise ToolError(str(exc)) from exc
+    return ServerStats(
+        store=store_stats,
+        counter=state.counter.name,
+        counter_exact=state.counter.exact,
+        max_tokens_ceiling=state.settings.max_tokens_ceiling,
+        ingest_roots=[str(root) for root in state.settings.allow_roots],
+    )
+
+
+_READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+
+
+def _schema(model: type[BaseModel]) -> dict[str, Any]:
+    return model.model_json_schema(mode="serialization")
+
+
+def register_tools(mcp: FastMCP[Any], settings: ServerSettings) -> None:
+    """Add the tools to `mcp`; `ingest` only when `settings` allows at least one root."""
+    add = mcp.add_tool
+    add(Tool.from_function(search, annotations=_READ_ONLY, output_schema=_schema(SearchResponse)))
+    add(
+        Tool.from_function(
+            read_document, annotations=_READ_ONLY, output_schema=_schema(ReadResponse)
+        )
+    )
+    add(Tool.from_function(stats, annotations=_READ_ONLY))
+    if settings.ingest_enabled:
+        add(
+            Tool.from_function(
+                ingest,
+                annotations=ToolAnnotations(
+                    read_only_hint=False,
+                    destructive_hint=False,
+                    idempotent_hint=True,
+                    open_world_hint=False,
+                ),
+            )
+        )
