@@ -85,8 +85,8 @@ def _state(ctx: Context) -> ServerState:
 
 
 async def _warn(ctx: Context, message: str) -> None:
-    """Send an MCP log warning to the client (and log it on stderr)."""
-    logger.warning(message)
+    """Send an MCP log warning to the client (and log it on stderr at INFO: it is routine)."""
+    logger.info(message)
     # fastmcp 4 keeps MCP logging for protocol versions before 2026-07-28 and the SDK marks
     # the call deprecated; that deprecation is upstream's, not something a caller can act on.
     warnings.filterwarnings(
