@@ -1,7 +1,7 @@
 """Shared fixtures for the MCP server tests: one ingested store for the whole session.
 
 The corpus is real public text: a few standard-library modules plus `pydoc_data/topics.py`,
-a ~0.5 MB file that no budget can hold (the context bomb).
+a ~0.75 MB file that no budget can hold (the context bomb).
 """
 
 from __future__ import annotations
