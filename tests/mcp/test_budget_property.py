@@ -112,6 +112,11 @@ def test_search_text_never_exceeds_the_budget(
     assert response.returned_count == len(returned) == info.returned_count
     assert set(info.cut_ids) == {r.id for r in response.results if r.cut}
     assert not set(info.dropped_ids) & set(returned)
+    assert info.returned_count + len(info.dropped_ids) == info.original_count
+    assert info.used_tokens == sum(
+        r.tokens if r.tokens is not None else exact_counter.count(r.text) for r in response.results
+    )
+    assert info.counter == COUNTER_SPEC
     assert response.truncated == info.truncated
     assert response.total_count >= offset + len(returned) or not returned
     if response.truncated:

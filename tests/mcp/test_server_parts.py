@@ -102,8 +102,12 @@ def test_roots_resolve_relative_paths_and_refuse_escapes(tmp_path: Path) -> None
 def test_settings_validate_their_arguments(tmp_path: Path) -> None:
     assert ServerSettings(allow_roots=(tmp_path,)).allow_roots == (tmp_path.resolve(),)
     assert not ServerSettings().ingest_enabled
-    with pytest.raises(ValidationError, match="max_tokens_ceiling must be >= 256"):
+    with pytest.raises(
+        ValidationError, match="max_tokens_ceiling must be between 256 and 1,000,000"
+    ):
         ServerSettings(max_tokens_ceiling=10)
+    with pytest.raises(ValidationError, match="max_tokens_ceiling"):
+        ServerSettings(max_tokens_ceiling=2_000_000)
     with pytest.raises(ValidationError, match="not an existing directory"):
         ServerSettings(allow_roots=(tmp_path / "missing",))
     with pytest.raises(ValidationError, match="either db"):

@@ -59,7 +59,23 @@ def _configure_logging(level: str) -> None:
     root.propagate = False
 
 
+def _one_location(
+    ctx: typer.Context, db: Path | None, server: str | None
+) -> tuple[Path | None, str | None]:
+    """--db or --server: the command line beats the environment (as the other commands do)."""
+    if db is None or not server:
+        return db, server or None
+    db_source = ctx.get_parameter_source("db")
+    server_source = ctx.get_parameter_source("server")
+    if db_source == server_source:
+        return db, server  # both from one level: ServerSettings says which to drop
+    if server_source is not None and server_source.name == "COMMANDLINE":
+        return None, server
+    return db, None
+
+
 def serve(
+    ctx: typer.Context,
     db: Annotated[
         Path | None,
         typer.Option(
@@ -132,6 +148,7 @@ def serve(
     if level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
         raise _fail(f"--log-level must be DEBUG, INFO, WARNING or ERROR, got {log_level!r}")
     _configure_logging(level)
+    db, server = _one_location(ctx, db, server)
     try:
         settings = ServerSettings(
             db=db,

@@ -14,6 +14,9 @@ DEFAULT_MAX_TOKENS_CEILING = 25_000
 MIN_MAX_TOKENS_CEILING = 256
 """Below this a clamped response could not hold the clamp notice and one result."""
 
+MAX_MAX_TOKENS_CEILING = 1_000_000
+"""The store's own cap on any budget."""
+
 
 class ServerSettings(BaseModel):
     """The store a server opens and the limits it enforces on every tool call.
@@ -68,8 +71,11 @@ class ServerSettings(BaseModel):
     @field_validator("max_tokens_ceiling")
     @classmethod
     def _check_ceiling(cls, value: int) -> int:
-        if value < MIN_MAX_TOKENS_CEILING:
-            msg = f"max_tokens_ceiling must be >= {MIN_MAX_TOKENS_CEILING}, got {value}"
+        if not MIN_MAX_TOKENS_CEILING <= value <= MAX_MAX_TOKENS_CEILING:
+            msg = (
+                f"max_tokens_ceiling must be between {MIN_MAX_TOKENS_CEILING:,} and "
+                f"{MAX_MAX_TOKENS_CEILING:,}, got {value:,}"
+            )
             raise ValueError(msg)
         return value
 

@@ -76,6 +76,11 @@ class ServerStats(BaseModel):
     ingest_roots: list[str] = Field(description="Folders `ingest` may index; empty = disabled.")
 
 
+def _refuse(exc: Exception) -> ToolError:
+    """A caller's mistake as a tool error: its message is the advice; a WARNING on stderr."""
+    return ToolError(str(exc), log_level=logging.WARNING)
+
+
 def _state(ctx: Context) -> ServerState:
     state = ctx.lifespan_context.get(STATE_KEY)
     if not isinstance(state, ServerState):  # pragma: no cover - only without our lifespan
@@ -118,7 +123,7 @@ async def _budgeted(
             )
         )
     except (StoreError, BudgetExceededError) as exc:
-        raise ToolError(str(exc)) from exc
+        raise _refuse(exc) from exc
     message = warning(response, effective - reserved)
     if message is not None:
         await _warn(ctx, message)
@@ -273,7 +278,7 @@ async def ingest(
     try:
         checked = check_ingest_paths(paths, state.settings.allow_roots)
     except OutsideRootsError as exc:
-        raise ToolError(str(exc)) from exc
+        raise _refuse(exc) from exc
 
     def on_progress(done: int, total: int, path: str) -> None:
         anyio.from_thread.run(partial(ctx.report_progress, done, total, path))
@@ -283,7 +288,7 @@ async def ingest(
         try:
             report: IngestReport = await anyio.to_thread.run_sync(call)
         except StoreError as exc:
-            raise ToolError(str(exc)) from exc
+            raise _refuse(exc) from exc
     return report
 
 
@@ -293,7 +298,7 @@ async def stats(ctx: Context) -> ServerStats:
     try:
         store_stats: StoreStats = await anyio.to_thread.run_sync(state.store.stats)
     except StoreError as exc:
-        raise ToolError(str(exc)) from exc
+        raise _refuse(exc) from exc
     return ServerStats(
         store=store_stats,
         counter=state.counter.name,

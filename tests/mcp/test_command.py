@@ -1,0 +1,49 @@
+"""`ragbudget serve` refuses bad options before serving, on stderr, leaving stdout empty."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import typer
+from ragbudget.mcp.command import register
+from typer.testing import CliRunner
+
+
+@pytest.fixture
+def app() -> typer.Typer:
+    app = typer.Typer()
+    register(app)
+
+    @app.callback()
+    def _root() -> None:
+        """Root."""
+
+    return app
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--max-tokens-ceiling", "10"], "max_tokens_ceiling must be between 256"),
+        (["--allow-root", "/no/such/folder"], "not an existing directory"),
+        (["--db", "x", "--server", "http://127.0.0.1:1"], "either db"),
+        (["--server", "ftp://example.org"], "http"),
+        (["--log-level", "LOUD"], "--log-level"),
+    ],
+)
+def test_bad_options_fail_fast_on_stderr(app: typer.Typer, args: list[str], expected: str) -> None:
+    result = CliRunner().invoke(app, ["serve", *args])
+    assert result.exit_code == 2, result.output
+    assert expected in result.stderr
+    assert result.stdout == "", "stdout is the protocol's"
+
+
+def test_a_store_that_cannot_open_fails_with_its_reason(app: typer.Typer, tmp_path: Path) -> None:
+    """The environment's --db gives way to --server on the command line; the server is down."""
+    runner = CliRunner(env={"RAGBUDGET_DB": str(tmp_path)})
+    result = runner.invoke(app, ["serve", "--server", "http://127.0.0.1:9"])
+    assert result.exit_code == 1, result.output
+    assert "cannot serve" in result.stderr
+    assert "http://127.0.0.1:9" in result.stderr
+    assert result.stdout == ""
