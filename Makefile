@@ -13,6 +13,7 @@ bootstrap:
 
 demo: bootstrap
 	$(RUN) python examples/demo.py
+	$(RUN) python examples/mcp_demo.py
 
 test: bootstrap
 	$(RUN) pytest -q -p no:cacheprovider
