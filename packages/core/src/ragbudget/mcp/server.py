@@ -83,7 +83,11 @@ def create_server(
             if settings.ingest_enabled
             else "disabled",
         )
-        yield {STATE_KEY: ServerState(store=opened, counter=counter, settings=settings)}
+        try:
+            yield {STATE_KEY: ServerState(store=opened, counter=counter, settings=settings)}
+        finally:
+            if store is None:  # ours: release the Chroma client
+                opened.close()
 
     mcp: FastMCP[dict[str, Any]] = FastMCP(
         settings.name,
