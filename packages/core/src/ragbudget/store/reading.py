@@ -88,16 +88,20 @@ def budget_read(
             f"{floor} tokens; use max_tokens >= {floor}"
         )
         raise StoreError(msg)
-    room = max_tokens - floor + 8  # the shell's notice is about as long as the real one
-    for _ in range(64):
+    # The text's own limit: the budget less the envelope, corrected by what JSON escaping
+    # adds until the rendered response fits (a few rounds at most).
+    room = max_tokens - floor + counter.count(shell.notice or "")
+    for _ in range(16):
+        if room < 1:
+            break
         cut = truncate_head(
-            text, max_lines=max_lines, max_tokens=max(room, 1), offset=offset, counter=counter
+            text, max_lines=max_lines, max_tokens=room, offset=offset, counter=counter
         )
+        if not cut.text and cut.truncated:
+            break
         response = respond(cut)
         size = counter.count(response.to_text())
         if size <= max_tokens:
             return response
-        room -= max(1, size - max_tokens)
-        if room < 1:
-            break
+        room -= max(size - max_tokens, room // 16, 1)
     return shell

@@ -89,9 +89,15 @@ class _Page:
     def assemble(
         self, k: int, cut: SearchResult | None = None, notice: str | None = None
     ) -> SearchResponse:
+        """The response keeping the first `k` results (the last one `cut` when given).
+
+        The budget goes down the ranking and stops at the first result that does not fit: that
+        one is reported dropped and the next page starts at it; the results after it were not
+        considered (`original_count` is what was), and `next_offset` reaches them too.
+        """
         n = len(self.results)
         kept = self.results[:k] if cut is None else [*self.results[: k - 1], cut]
-        dropped = [r.id for r in self.results[k:]]
+        dropped = [self.results[k].id] if k < n else []
         cut_ids = [cut.id] if cut is not None else []
         truncated = bool(dropped or cut_ids)
         more = self.offset + n < self.total
@@ -103,7 +109,7 @@ class _Page:
         info = TruncationInfo(
             truncated=truncated,
             reason="token_budget" if dropped else ("chunk_cut" if cut_ids else None),
-            original_count=n,
+            original_count=len(kept) + len(dropped),
             returned_count=len(kept),
             dropped_ids=dropped,
             cut_ids=cut_ids,
@@ -201,18 +207,19 @@ def budget_response(
         results, raw, offset=offset, total_count=total_count, max_tokens=max_tokens, counter=counter
     )
     n = len(results)
-    empty = page.assemble(0)
-    base = page.size(empty)
-    if base > max_tokens:
-        msg = (
-            f"max_tokens={max_tokens} cannot hold even an empty response here, which needs "
-            f"{base} tokens; use max_tokens >= {base}"
-        )
-        raise StoreError(msg)
     if n == 0:
+        empty = page.assemble(0)
+        needed = page.size(empty)
+        if needed > max_tokens:
+            msg = (
+                f"max_tokens={max_tokens} cannot hold even an empty response here, which needs "
+                f"{needed} tokens; use max_tokens >= {needed}"
+            )
+            raise StoreError(msg)
         return empty
     # A first guess from stored counts: the text, what JSON escaping adds, and the fields
-    # around it (one result's skeleton counted once).
+    # around it (one result's skeleton counted once); then the rendered response is counted.
+    base = page.size(page.assemble(0))
     skeleton = results[0].model_copy(update={"text": ""}).model_dump_json(exclude_none=True)
     per_result = counter.count(skeleton) + 1
     cost = [raw[i] + _escapes(results[i].text) + per_result for i in range(n)]
@@ -227,7 +234,7 @@ def budget_response(
             k -= 1
             best = page.assemble(k)
             size = page.size(best)
-        while 0 < k < n and size + cost[k] - per_result <= max_tokens:
+        while 0 < k < n and size + cost[k] - per_result // 2 <= max_tokens:
             grown = page.assemble(k + 1)  # the guess left room: try one more
             grown_size = page.size(grown)
             if grown_size > max_tokens:
@@ -235,35 +242,42 @@ def budget_response(
             k, size, best = k + 1, grown_size, grown
         if k:
             return best
-    return _cut_first(page, results[0], raw[0]) or page.assemble(
-        0,
-        notice=(
-            f"[The top result does not fit a {max_tokens:,}-token budget even cut; "
-            "raise max_tokens to see it]"
-        ),
-    )
+    return _cut_first(page, results[0], raw[0])
 
 
-def _cut_first(page: _Page, first: SearchResult, total_tokens: int) -> SearchResponse | None:
-    """The top result cut to fit the budget with the rest of the response, or None."""
+def _cut_first(page: _Page, first: SearchResult, total_tokens: int) -> SearchResponse:
+    """The top result cut to fit the budget with the rest of the response.
+
+    The smallest such response holds the cut marker alone; a budget below that is an error
+    that names the minimum.
+    """
     marker = CUT_MARKER.format(limit=page.max_tokens, total=total_tokens)
-    placeholder = first.model_copy(update={"text": marker.lstrip(), "tokens": 0, "cut": True})
-    target = page.max_tokens - page.size(page.assemble(1, cut=placeholder))
-    target += page.counter.count(marker.lstrip())
+    placeholder = first.model_copy(
+        update={
+            "text": marker.lstrip(),
+            "end_line": first.start_line,
+            "tokens": page.counter.count(marker.lstrip()) if first.tokens is not None else None,
+            "cut": True if first.cut is not None else None,
+        }
+    )
+    smallest = page.assemble(1, cut=placeholder)
+    needed = page.size(smallest)
+    if needed > page.max_tokens:
+        msg = (
+            f"max_tokens={page.max_tokens} cannot hold even the top result cut to nothing, "
+            f"which needs {needed} tokens; use max_tokens >= {needed}"
+        )
+        raise StoreError(msg)
+    target = page.max_tokens - needed + page.counter.count(marker.lstrip())
     for _ in range(64):
-        if target <= 0:
-            return None
         cut_text = cut_to_tokens(first.text, target, page.counter, marker)
-        if cut_text is None:
-            return None
+        if cut_text is None or cut_text == marker.lstrip():
+            break
         shown = cut_text.removesuffix(marker)
-        end_line = first.start_line + max(0, shown.count("\n"))
-        if cut_text == marker.lstrip():
-            end_line = first.start_line
         cut = first.model_copy(
             update={
                 "text": cut_text,
-                "end_line": end_line,
+                "end_line": first.start_line + shown.count("\n"),
                 "tokens": page.counter.count(cut_text) if first.tokens is not None else None,
                 "cut": True if first.cut is not None else None,
             }
@@ -273,4 +287,4 @@ def _cut_first(page: _Page, first: SearchResult, total_tokens: int) -> SearchRes
         if size <= page.max_tokens:
             return response
         target -= max(1, size - page.max_tokens)
-    return None
+    return smallest

@@ -89,6 +89,7 @@ class DocumentStore:
     ) -> None:
         self._backend = ChromaBackend(path, server, collection, embedding, counter)
         self._backend.open(create=False)  # an existing collection's embedding is checked now
+        self._sources: list[str] | None = None  # cached for suffix look-ups in read()
 
     @property
     def collection(self) -> Any:
@@ -119,25 +120,37 @@ class DocumentStore:
 
     def sources(self) -> list[str]:
         """Every stored document's source path, sorted."""
-        return sorted({str(m["source"]) for _, m in self._backend.metadatas() if "source" in m})
+        found = sorted({str(m["source"]) for _, m in self._backend.metadatas() if "source" in m})
+        self._sources = found
+        return found
 
-    def _resolve_source(self, source: str) -> str:
+    def _fetch(self, source: str) -> tuple[str, list[tuple[str, dict[str, Any]]]]:
+        """A document's chunks, by its stored path, its path from here, or a unique suffix."""
         if not isinstance(source, str) or not source.strip():
             msg = f"source must be a stored document's path, got {source!r}"
             raise StoreError(msg)
         collection = self._backend.require()
-        candidates = [source, Path(source).expanduser().resolve().as_posix()]
-        for candidate in dict.fromkeys(candidates):
-            if collection.get(where={"source": candidate}, include=[], limit=1)["ids"]:
-                return candidate
+
+        def get(candidate: str) -> list[tuple[str, dict[str, Any]]]:
+            got = collection.get(where={"source": candidate}, include=["documents", "metadatas"])
+            return [
+                (doc or "", dict(meta or {}))
+                for doc, meta in zip(got["documents"], got["metadatas"], strict=True)
+            ]
+
+        for candidate in dict.fromkeys([source, Path(source).expanduser().resolve().as_posix()]):
+            if records := get(candidate):
+                return candidate, records
         tail = "/" + source.strip().lstrip("./").replace(os.sep, "/")
-        matches = [s for s in self.sources() if s.endswith(tail)]
-        if len(matches) == 1:
-            return matches[0]
-        if matches:
-            shown = ", ".join(matches[:5]) + (", ..." if len(matches) > 5 else "")
-            msg = f"source {source!r} is ambiguous: it matches {shown}; give the full path"
-            raise StoreError(msg)
+        for refresh in (False, True):  # the cached list first, then the collection's own
+            known = self.sources() if refresh or self._sources is None else self._sources
+            matches = [s for s in known if s.endswith(tail)]
+            if len(matches) == 1 and (records := get(matches[0])):
+                return matches[0], records
+            if len(matches) > 1 and refresh:
+                shown = ", ".join(matches[:5]) + (", ..." if len(matches) > 5 else "")
+                msg = f"source {source!r} is ambiguous: it matches {shown}; give the full path"
+                raise StoreError(msg)
         msg = f"unknown source {source!r}: no such document in collection {self._backend.name!r}"
         raise StoreError(msg)
 
@@ -202,6 +215,7 @@ class DocumentStore:
                 if on_progress is not None:
                     on_progress(i, total, source)
         writer.flush()
+        self._sources = None
         report.chunks_added, report.chunks_deleted = writer.added, writer.deleted
         if prune:
             report.sources_pruned, pruned_chunks = self._prune(roots, kept)
@@ -344,14 +358,7 @@ class DocumentStore:
             _check_int("limit", limit, 1, 1 << 31)
         _check_int("max_tokens", max_tokens, 1, MAX_TOKENS)
         tc = self._backend.counter if counter is None else get_counter(counter)
-        resolved = self._resolve_source(source)
-        got = self._backend.require().get(
-            where={"source": resolved}, include=["documents", "metadatas"]
-        )
-        records = [
-            (doc or "", dict(meta or {}))
-            for doc, meta in zip(got["documents"], got["metadatas"], strict=True)
-        ]
+        resolved, records = self._fetch(source)
         text = rebuild_text(records)
         return budget_read(
             resolved, text, offset=offset, limit=limit, max_tokens=max_tokens, counter=tc

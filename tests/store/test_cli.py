@@ -1,0 +1,131 @@
+"""The `ragbudget` command: ingest, search, read, stats; environment defaults; clean errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from ragbudget import get_counter
+from ragbudget.cli import app
+from typer.testing import CliRunner
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+@pytest.fixture
+def db(tmp_path: Path, corpus: Path, runner: CliRunner) -> Path:
+    path = tmp_path / "db"
+    result = runner.invoke(app, ["ingest", str(corpus), "--db", str(path)])
+    assert result.exit_code == 0, result.output
+    return path
+
+
+def test_ingest_prints_a_summary_and_is_idempotent(
+    runner: CliRunner, corpus: Path, tmp_path: Path
+) -> None:
+    path = str(tmp_path / "db")
+    first = runner.invoke(app, ["ingest", str(corpus), "--db", path, "--chunk-tokens", "256"])
+    assert first.exit_code == 0, first.output
+    assert "ingested" in first.stdout and "chunks added" in first.stdout
+    again = runner.invoke(app, ["ingest", str(corpus), "--db", path, "--chunk-tokens", "256"])
+    assert again.exit_code == 0
+    assert re.search(r"unchanged\W+5\b", again.stdout), again.stdout
+    assert re.search(r"chunks added\W+0\b", again.stdout), again.stdout
+
+
+def test_search_json_is_the_budgeted_response(runner: CliRunner, db: Path) -> None:
+    result = runner.invoke(
+        app, ["search", "decode JSON", "--db", str(db), "--max-tokens", "900", "--json",
+              "--counter", "tiktoken:cl100k_base"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    text = result.stdout.rstrip("\n")
+    assert get_counter("tiktoken:cl100k_base").count(text) <= 900
+    response = json.loads(text)
+    assert response["results"] and response["truncation_info"]["max_tokens"] == 900
+    nxt = response["next_offset"]
+    more = runner.invoke(app, ["search", "decode JSON", "--db", str(db), "--json",
+                               "--offset", str(nxt), "--max-tokens", "900"])  # fmt: skip
+    assert more.exit_code == 0
+    assert json.loads(more.stdout)["results"][0]["id"] not in {r["id"] for r in response["results"]}
+
+
+def test_search_readable_view_shows_sources_and_the_notice(runner: CliRunner, db: Path) -> None:
+    result = runner.invoke(app, ["search", "scanstring", "--db", str(db), "--max-tokens", "800"])
+    assert result.exit_code == 0, result.output
+    assert "decoder.py:" in result.stdout
+    assert "Use offset=" in result.stdout
+
+
+def test_read_pages_and_stats(runner: CliRunner, db: Path, corpus: Path) -> None:
+    result = runner.invoke(app, ["read", "json/tool.py", "--db", str(db), "--limit", "5"])
+    assert result.exit_code == 0, result.output
+    lines = (corpus / "tool.py").read_text().splitlines()
+    assert result.stdout.splitlines() == lines[:5]
+    assert "Use offset=6 to continue" in result.stderr
+    stats = runner.invoke(app, ["stats", "--db", str(db), "--json"])
+    assert stats.exit_code == 0
+    assert json.loads(stats.stdout)["documents"] == 5
+
+
+def test_environment_defaults(runner: CliRunner, db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGBUDGET_DB", str(db))
+    monkeypatch.setenv("RAGBUDGET_COUNTER", "chars:4")
+    result = runner.invoke(app, ["search", "encoder", "--json", "--max-tokens", "700"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["truncation_info"]["counter"] == "chars:4"
+    monkeypatch.setenv("RAGBUDGET_COLLECTION", "other")
+    missing = runner.invoke(app, ["stats"])
+    assert missing.exit_code == 1 and "unknown collection 'other'" in missing.stderr
+    # A server from the environment gives way to a --db on the command line.
+    monkeypatch.setenv("RAGBUDGET_SERVER", "http://127.0.0.1:9")
+    local = runner.invoke(app, ["stats", "--db", str(db), "--collection", "documents"])
+    assert local.exit_code == 0, local.output
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["search", "", "--db", "{db}"], "query must be a non-empty string"),
+        (["search", "x", "--db", "{db}", "--max-tokens", "-5"], "max_tokens must be between 1"),
+        (["search", "x", "--db", "{db}", "--limit", "0"], "limit must be between 1"),
+        (["search", "x", "--db", "{db}", "--counter", "bogus"], "unknown counter spec 'bogus'"),
+        (["read", "missing.py", "--db", "{db}"], "unknown source 'missing.py'"),
+        (["ingest", "/no/such/dir", "--db", "{db}"], "path does not exist: '/no/such/dir'"),
+        (["ingest", "x", "--db", "{db}", "--server", "http://h:1"], "either path or server"),
+        (["search", "x", "--db", "{db}", "--collection", "nope"], "unknown collection 'nope'"),
+        (
+            ["ingest", "{db}", "--db", "{db}", "--embedding", "minilm"],
+            "built with embedding 'hashing'",
+        ),
+    ],
+)
+def test_errors_are_one_line_on_stderr(
+    runner: CliRunner, db: Path, args: list[str], needle: str
+) -> None:
+    result = runner.invoke(app, [a.replace("{db}", str(db)) for a in args])
+    assert result.exit_code == 1
+    assert needle in result.stderr
+    assert "Traceback" not in result.output and result.stdout == ""
+
+
+def test_console_script_runs(db: Path, tmp_path: Path) -> None:
+    exe = Path(sys.executable).with_name("ragbudget")
+    env = {**os.environ, "RAGBUDGET_DB": str(db)}
+    done = subprocess.run(
+        [str(exe), "search", "JSONDecodeError", "--json", "--max-tokens", "600"],
+        capture_output=True, text=True, env=env, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["returned_count"] >= 1
+    bad = subprocess.run([str(exe), "read", "nope.py"], capture_output=True, text=True,
+                         env=env, timeout=120, check=False)  # fmt: skip
+    assert bad.returncode == 1 and bad.stderr.startswith("error: unknown source")

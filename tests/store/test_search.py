@@ -1,0 +1,291 @@
+"""Budgeted search and reads: the rendered response never exceeds max_tokens."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from ragbudget import CUT_MARKER, TokenCounter, get_counter
+from ragbudget.store import DocumentStore, SearchResponse, StoreError
+
+MakeStore = Callable[..., DocumentStore]
+QUERIES = [
+    "decode a JSON document",
+    "event loop call_soon",
+    "email header folding",
+    "Future cancel callbacks",
+    "x",
+    "déjà vu 日本語",
+]
+_fixtures = settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+
+
+def _check(response: SearchResponse, counter: TokenCounter, max_tokens: int) -> None:
+    text = response.to_text()
+    assert counter.count(text) <= max_tokens
+    assert json.loads(text)["returned_count"] == len(response.results) == response.returned_count
+    assert response.truncated == response.truncation_info.truncated
+    for result in response.results:
+        assert result.start_line <= result.end_line
+
+
+@_fixtures
+@given(
+    query=st.sampled_from(QUERIES),
+    max_tokens=st.integers(min_value=400, max_value=9000),
+    limit=st.integers(min_value=1, max_value=60),
+    offset=st.integers(min_value=0, max_value=40),
+    counter=st.sampled_from(["tiktoken:cl100k_base", None, "chars:3"]),
+    concise=st.booleans(),
+)
+def test_rendered_response_fits_the_budget(
+    stdlib_store: DocumentStore,
+    query: str,
+    max_tokens: int,
+    limit: int,
+    offset: int,
+    counter: str | None,
+    concise: bool,
+) -> None:
+    response = stdlib_store.search(
+        query, limit=limit, max_tokens=max_tokens, offset=offset, counter=counter, concise=concise
+    )
+    _check(response, get_counter(counter) if counter else stdlib_store.counter, max_tokens)
+    assert response.returned_count >= 1  # 400 tokens always hold a (possibly cut) result
+    if response.next_offset is not None:
+        assert response.next_offset > offset
+
+
+def test_pages_continue_the_ranking_without_gaps(stdlib_store: DocumentStore) -> None:
+    query = "asyncio task cancellation"
+    whole = stdlib_store.search(query, limit=30, max_tokens=200_000)
+    assert not whole.truncated and whole.returned_count == 30
+    assert whole.next_offset == 30  # more results exist past the limit
+    seen: list[str] = []
+    offset: int | None = 0
+    while offset is not None and offset < 30:
+        page = stdlib_store.search(query, limit=30 - offset, max_tokens=1500, offset=offset)
+        _check(page, stdlib_store.counter, 1500)
+        assert page.returned_count >= 1
+        seen.extend(r.id for r in page.results)
+        if page.truncated:
+            assert page.notice and f"Use offset={page.next_offset} to continue" in page.notice
+        offset = page.next_offset
+    assert seen == [r.id for r in whole.results]
+
+
+def test_stored_counts_are_used_when_the_counter_matches(tmp_path: Path, corpus: Path) -> None:
+    counted: list[str] = []
+    base = get_counter("tiktoken:cl100k_base")
+
+    class Spy:
+        name = "spy"
+        exact = True
+
+        def count(self, text: str) -> int:
+            counted.append(text)
+            return base.count(text)
+
+    store = DocumentStore(path=tmp_path / "db", counter=Spy())
+    store.ingest([corpus])
+    counted.clear()
+    response = store.search("decode JSON", max_tokens=3000)
+    texts = {r.text for r in response.results}
+    assert texts and not texts & set(counted)  # no chunk text was counted on its own
+    assert all(r.tokens == base.count(r.text) for r in response.results)
+    assert base.count(response.to_text()) <= 3000
+
+
+def test_a_document_far_larger_than_the_budget_is_cut(
+    make_store: MakeStore, stdlib: Path, cl100k: TokenCounter
+) -> None:
+    store = make_store(counter="tiktoken:cl100k_base")
+    store.ingest([stdlib / "json" / "decoder.py"], chunk_tokens=20_000, overlap=0)
+    [chunk] = store.collection.get(include=["metadatas"])["metadatas"]
+    assert chunk["tokens"] > 2000
+    response = store.search("JSONDecoder raw_decode", max_tokens=300)
+    _check(response, cl100k, 300)
+    [result] = response.results
+    assert result.cut is True and response.truncated
+    assert result.text.endswith(CUT_MARKER.format(limit=300, total=chunk["tokens"]))
+    assert result.end_line < chunk["end_line"]
+    assert response.truncation_info.cut_ids == [result.id]
+    assert response.notice and "cut to fit" in response.notice
+    assert result.tokens == cl100k.count(result.text)
+
+
+def test_concise_gives_snippets_and_fewer_fields(stdlib_store: DocumentStore) -> None:
+    full = stdlib_store.search("scanstring", limit=5)
+    concise = stdlib_store.search("scanstring", limit=5, concise=True)
+    assert [r.id for r in concise.results] == [r.id for r in full.results]
+    fields = json.loads(concise.to_text())["results"][0].keys()
+    assert set(fields) == {"id", "source", "start_line", "end_line", "text"}
+    assert any("scanstring" in r.text for r in concise.results)
+    assert len(concise.to_text()) < len(full.to_text()) / 3
+    for r in concise.results:
+        assert len(r.text) <= 241 and r.text.count("\n") <= 2
+
+
+def test_filters_by_file_type_and_directory(stdlib_store: DocumentStore, stdlib: Path) -> None:
+    mime = (stdlib / "email" / "mime").as_posix()
+    response = stdlib_store.search("message", directory=mime, limit=20, max_tokens=50_000)
+    assert response.results and all(r.source.startswith(mime + "/") for r in response.results)
+    assert response.total_count == len(response.results) < stdlib_store.collection.count()
+    assert stdlib_store.search("message", file_type="md").total_count == 0
+    assert stdlib_store.search("message", file_type=".PY").total_count > 0
+
+
+def test_read_pages_through_a_document(stdlib_store: DocumentStore, stdlib: Path) -> None:
+    path = stdlib / "json" / "decoder.py"
+    original = path.read_text(encoding="utf-8")
+    counter = stdlib_store.counter
+    pages: list[str] = []
+    offset: int | None = 1
+    while offset is not None:
+        page = stdlib_store.read(path.as_posix(), offset=offset, max_tokens=700)
+        assert counter.count(page.to_text()) <= 700
+        assert page.start_line == offset and page.total_lines == original.count("\n")
+        pages.append(page.text)
+        if page.next_offset is not None:
+            assert page.notice and f"Use offset={page.next_offset} to continue" in page.notice
+        offset = page.next_offset
+    assert len(pages) > 3
+    assert "\n".join(pages) + "\n" == original
+    # By a unique path suffix, and with a line limit.
+    short = stdlib_store.read("json/decoder.py", offset=5, limit=3)
+    assert short.text == "\n".join(original.split("\n")[4:7]) and short.next_offset == 8
+    assert short.notice == f"[Showing lines 5-7 of {short.total_lines}. Use offset=8 to continue]"
+
+
+@_fixtures
+@given(
+    max_tokens=st.integers(min_value=120, max_value=3000),
+    offset=st.integers(min_value=1, max_value=244),
+    limit=st.one_of(st.none(), st.integers(min_value=1, max_value=500)),
+)
+def test_read_fits_the_budget(
+    stdlib_store: DocumentStore,
+    cl100k: TokenCounter,
+    max_tokens: int,
+    offset: int,
+    limit: int | None,
+) -> None:
+    response = stdlib_store.read(
+        "asyncio/queues.py", offset=offset, limit=limit, max_tokens=max_tokens, counter=cl100k
+    )
+    assert cl100k.count(response.to_text()) <= max_tokens
+    if response.next_offset is not None:
+        assert response.next_offset > offset and response.truncated
+
+
+def test_tiny_budget_is_an_error_that_names_the_minimum(stdlib_store: DocumentStore) -> None:
+    with pytest.raises(StoreError, match=r"max_tokens=20 .* use max_tokens >= \d+") as info:
+        stdlib_store.search("json", max_tokens=20, limit=5)
+    minimum = int(str(info.value).rsplit(">= ", 1)[1])
+    response = stdlib_store.search("json", max_tokens=minimum, limit=5)
+    assert stdlib_store.counter.count(response.to_text()) <= minimum
+    with pytest.raises(StoreError, match=r"max_tokens=5 .* use max_tokens >= \d+"):
+        stdlib_store.read("json/decoder.py", max_tokens=5)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [
+        ({"query": ""}, "query must be a non-empty string"),
+        ({"query": "   "}, "query must be a non-empty string"),
+        ({"query": "x" * 20_000}, "query is 20,000 characters"),
+        ({"limit": 0}, "limit must be between 1"),
+        ({"limit": -3}, "limit must be between 1"),
+        ({"limit": 10**7}, "limit must be between 1"),
+        ({"limit": True}, "limit must be an int"),
+        ({"max_tokens": 0}, "max_tokens must be between 1"),
+        ({"max_tokens": -100}, "max_tokens must be between 1"),
+        ({"max_tokens": 10**12}, "max_tokens must be between 1"),
+        ({"offset": -1}, "offset must be between 0"),
+        ({"offset": 5000}, "offset 5000 is past the end"),
+        ({"file_type": ""}, "file_type must be an extension"),
+        ({"directory": " "}, "directory must be a folder path"),
+        ({"counter": "nope:1"}, "unknown counter spec"),
+    ],
+)
+def test_bad_search_input(
+    stdlib_store: DocumentStore, kwargs: dict[str, object], needle: str
+) -> None:
+    args: dict[str, object] = {"query": "json"} | kwargs
+    with pytest.raises(ValueError, match=needle):
+        stdlib_store.search(**args)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("source", "kwargs", "needle"),
+    [
+        ("nope.py", {}, "unknown source 'nope.py'"),
+        ("", {}, "source must be"),
+        ("__init__.py", {}, "is ambiguous"),
+        ("json/decoder.py", {"offset": 0}, "offset must be between 1"),
+        ("json/decoder.py", {"offset": 10**6}, "offset 1000000 is past the end"),
+        ("json/decoder.py", {"limit": 0}, "limit must be between 1"),
+        ("json/decoder.py", {"max_tokens": -1}, "max_tokens must be between 1"),
+    ],
+)
+def test_bad_read_input(
+    stdlib_store: DocumentStore, source: str, kwargs: dict[str, int], needle: str
+) -> None:
+    with pytest.raises(StoreError, match=needle):
+        stdlib_store.read(source, **kwargs)
+
+
+def test_stats_describe_the_store(stdlib_store: DocumentStore) -> None:
+    stats = stdlib_store.stats()
+    assert stats.chunks == stdlib_store.collection.count()
+    assert stats.documents == len(stdlib_store.sources()) > 60
+    assert stats.embedding == "hashing" and stats.counter == "estimate"
+    assert stats.collection == "stdlib-eval"
+    assert (stats.path is None) != (stats.server is None)
+
+
+NASTY = (
+    'He said "hi" \\ then\ttabbed \x01\x02 control, emoji 🎉🎉, 日本語のテキスト, '
+    "a very long line "
+    * 600
+    + "\n"
+    + "\n".join(f"line {i}: {{'key': \"value\\\\n\"}} <tag/> \u00e9\u00e8" for i in range(400))
+)
+
+
+@pytest.fixture(scope="module")
+def nasty_store(tmp_path_factory: pytest.TempPathFactory) -> DocumentStore:
+    """One document that JSON escaping inflates (quotes, backslashes, control characters,
+    emoji, CJK), with a 10,000-character line, chunked far larger than the budgets below."""
+    folder = tmp_path_factory.mktemp("nasty")
+    (folder / "nasty.txt").write_text(NASTY, encoding="utf-8")
+    store = DocumentStore(path=folder / "db", counter="tiktoken:cl100k_base")
+    store.ingest([folder / "nasty.txt"], chunk_tokens=6000, overlap=0)
+    return store
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    max_tokens=st.integers(min_value=250, max_value=7000),
+    counter=st.sampled_from(["tiktoken:cl100k_base", "tiktoken:o200k_base", None, "chars:2"]),
+    concise=st.booleans(),
+    query=st.sampled_from(["control emoji", "line key value tag", "日本語"]),
+)
+def test_escaping_heavy_text_never_overflows(
+    nasty_store: DocumentStore, max_tokens: int, counter: str | None, concise: bool, query: str
+) -> None:
+    response = nasty_store.search(
+        query, max_tokens=max_tokens, limit=20, counter=counter, concise=concise
+    )
+    _check(response, get_counter(counter) if counter else nasty_store.counter, max_tokens)
+    assert response.returned_count >= 1
+    page = nasty_store.read("nasty.txt", max_tokens=max_tokens, counter=counter)
+    assert (get_counter(counter) if counter else nasty_store.counter).count(
+        page.to_text()
+    ) <= max_tokens
