@@ -272,7 +272,7 @@ def nasty_store(tmp_path_factory: pytest.TempPathFactory) -> DocumentStore:
 
 @settings(max_examples=40, deadline=None)
 @given(
-    max_tokens=st.integers(min_value=250, max_value=7000),
+    max_tokens=st.integers(min_value=500, max_value=7000),
     counter=st.sampled_from(["tiktoken:cl100k_base", "tiktoken:o200k_base", None, "chars:2"]),
     concise=st.booleans(),
     query=st.sampled_from(["control emoji", "line key value tag", "日本語"]),

@@ -1,0 +1,261 @@
+"""The `ragbudget` command: ingest files, then search and read them within a token budget.
+
+    ragbudget ingest src/ docs/ --prune
+    ragbudget search "how are retries configured" --max-tokens 4000
+    ragbudget search "retries" --offset 8 --json
+    ragbudget read src/retry.py --offset 120
+    ragbudget stats
+
+Options default from the environment: RAGBUDGET_DB, RAGBUDGET_SERVER, RAGBUDGET_COLLECTION,
+RAGBUDGET_COUNTER. Errors go to stderr with a non-zero exit status. Needs the `cli` extra.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+try:
+    import typer
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    msg = "the ragbudget command needs typer and rich: pip install 'ragbudget[cli]'"
+    raise ImportError(msg) from exc
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="ragbudget",
+    help="Budgeted search over your files: ingest them, then search and read them within a "
+    "token budget.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False)
+
+Db = Annotated[
+    Path | None,
+    typer.Option(
+        "--db", envvar="RAGBUDGET_DB", help="Embedded database folder. [default: .ragbudget]"
+    ),
+]
+Server = Annotated[
+    str | None,
+    typer.Option(envvar="RAGBUDGET_SERVER", help="Chroma server URL, e.g. http://localhost:8000."),
+]
+Collection = Annotated[str, typer.Option(envvar="RAGBUDGET_COLLECTION", help="Collection name.")]
+Embedding = Annotated[
+    str | None,
+    typer.Option(
+        help="'hashing' (offline), 'minilm', or a Chroma embedding name. "
+        "[default: the collection's own, else hashing]"
+    ),
+]
+Counter = Annotated[
+    str | None,
+    typer.Option(
+        envvar="RAGBUDGET_COUNTER",
+        help="Token counter: estimate, chars:N, tiktoken:<encoding>, hf:<tokenizer.json>. "
+        "[default: the collection's own]",
+    ),
+]
+Json = Annotated[
+    bool, typer.Option("--json", help="Print the response as JSON (what a model reads).")
+]
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    try:
+        yield
+    except (ValueError, TypeError, FileNotFoundError, ImportError, RuntimeError) as exc:
+        err.print(f"[bold red]error:[/] {escape(str(exc))}")
+        raise typer.Exit(1) from None
+
+
+def _where(ctx: typer.Context, db: Path | None, server: str | None) -> dict[str, Any]:
+    """Path or server: the command line beats the environment; both at one level is an error."""
+    if server and db is not None:
+        db_src, server_src = ctx.get_parameter_source("db"), ctx.get_parameter_source("server")
+        if db_src != server_src:
+            if server_src is not None and server_src.name == "COMMANDLINE":
+                db = None
+            else:
+                server = None
+    if server:
+        return {"path": db, "server": server}
+    return {"path": db if db is not None else Path(".ragbudget"), "server": None}
+
+
+def _store(
+    ctx: typer.Context,
+    db: Path | None,
+    server: str | None,
+    collection: str,
+    embedding: str | None = None,
+    counter: str | None = None,
+) -> Any:
+    from ragbudget.store import DocumentStore
+
+    return DocumentStore(
+        **_where(ctx, db, server), collection=collection, embedding=embedding, counter=counter
+    )
+
+
+@app.command()
+def ingest(
+    ctx: typer.Context,
+    paths: Annotated[list[Path], typer.Argument(help="Files and folders to ingest.")],
+    db: Db = None,
+    server: Server = None,
+    collection: Collection = "documents",
+    embedding: Embedding = None,
+    counter: Counter = None,
+    chunk_tokens: Annotated[int, typer.Option(help="Largest chunk, in tokens.")] = 512,
+    overlap: Annotated[int, typer.Option(help="Tokens shared by neighbouring chunks.")] = 64,
+    prune: Annotated[bool, typer.Option(help="Remove the chunks of files that are gone.")] = False,
+) -> None:
+    """Chunk and store text and code files (unchanged files are skipped)."""
+    with _errors():
+        store = _store(ctx, db, server, collection, embedding, counter)
+        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn(), TextColumn("{task.fields[path]}", style="dim"))  # fmt: skip
+        with Progress(*columns, console=err, transient=True) as progress:
+            task = progress.add_task("ingesting", total=None, path="")
+
+            def on_progress(done: int, total: int, path: str) -> None:
+                progress.update(task, completed=done, total=total, path=Path(path).name)
+
+            report = store.ingest(
+                paths, chunk_tokens=chunk_tokens, overlap=overlap, prune=prune,
+                on_progress=on_progress,
+            )  # fmt: skip
+        table = Table(title=f"ingest into {collection!r}", show_header=False, title_justify="left")
+        for label, value in (
+            ("files seen", report.files_seen),
+            ("ingested", report.files_ingested),
+            ("unchanged", report.files_unchanged),
+            ("skipped", len(report.files_skipped)),
+            ("errors", len(report.errors)),
+            ("chunks added", report.chunks_added),
+            ("chunks deleted", report.chunks_deleted),
+            ("documents pruned", report.sources_pruned),
+        ):
+            table.add_row(label, f"{value:,}")
+        out.print(table)
+        for problem in report.files_skipped:
+            err.print(f"[dim]skipped {escape(problem.path)}: {escape(problem.reason)}[/]")
+        for problem in report.errors:
+            err.print(f"[yellow]could not read {escape(problem.path)}: {escape(problem.reason)}[/]")
+
+
+@app.command()
+def search(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="What to look for.")],
+    max_tokens: Annotated[int, typer.Option(help="Token budget for the whole response.")] = 8192,
+    limit: Annotated[int, typer.Option(help="Most results per page.")] = 10,
+    offset: Annotated[
+        int, typer.Option(help="Ranked results to skip (a notice says where to continue).")
+    ] = 0,
+    concise: Annotated[bool, typer.Option(help="Short snippets and fewer fields.")] = False,
+    file_type: Annotated[str | None, typer.Option(help="Only this extension, e.g. py.")] = None,
+    directory: Annotated[Path | None, typer.Option(help="Only files under this folder.")] = None,
+    as_json: Json = False,
+    db: Db = None,
+    server: Server = None,
+    collection: Collection = "documents",
+    counter: Counter = None,
+) -> None:
+    """Search the stored files; the response fits --max-tokens."""
+    with _errors():
+        store = _store(ctx, db, server, collection, counter=counter)
+        response = store.search(
+            query, limit=limit, max_tokens=max_tokens, offset=offset, concise=concise,
+            file_type=file_type, directory=str(directory) if directory else None,
+        )  # fmt: skip
+        if as_json:
+            sys.stdout.write(response.to_text() + "\n")
+            return
+        for rank, result in enumerate(response.results, start=offset + 1):
+            score = f"  score {result.score:.3f}" if result.score is not None else ""
+            cut = "  [yellow](cut)[/]" if result.cut else ""
+            where = f"{result.source}:{result.start_line}-{result.end_line}"
+            out.print(f"\n[bold]{rank}. {escape(where)}[/][dim]{score}[/]{cut}")
+            out.print(escape(result.text))
+        if response.notice:
+            out.print(f"\n[cyan]{escape(response.notice)}[/]")
+
+
+@app.command()
+def read(
+    ctx: typer.Context,
+    source: Annotated[
+        str, typer.Argument(help="A stored document's path (or a unique end of it).")
+    ],
+    offset: Annotated[int, typer.Option(help="First line, 1-based.")] = 1,
+    limit: Annotated[int | None, typer.Option(help="Most lines.")] = None,
+    max_tokens: Annotated[int, typer.Option(help="Token budget for the whole response.")] = 8192,
+    as_json: Json = False,
+    db: Db = None,
+    server: Server = None,
+    collection: Collection = "documents",
+    counter: Counter = None,
+) -> None:
+    """Print a stored document's lines; the response fits --max-tokens."""
+    with _errors():
+        store = _store(ctx, db, server, collection, counter=counter)
+        response = store.read(source, offset=offset, limit=limit, max_tokens=max_tokens)
+        if as_json:
+            sys.stdout.write(response.to_text() + "\n")
+            return
+        sys.stdout.write(response.text + ("\n" if response.text else ""))
+        if response.notice:
+            err.print(f"[cyan]{escape(response.notice)}[/]")
+
+
+@app.command()
+def stats(
+    ctx: typer.Context,
+    as_json: Json = False,
+    db: Db = None,
+    server: Server = None,
+    collection: Collection = "documents",
+) -> None:
+    """What the store holds."""
+    with _errors():
+        result = _store(ctx, db, server, collection).stats()
+        if as_json:
+            sys.stdout.write(result.model_dump_json() + "\n")
+            return
+        table = Table(show_header=False)
+        for key, value in result.model_dump().items():
+            if value is not None:
+                table.add_row(key, f"{value:,}" if isinstance(value, int) else str(value))
+        out.print(table)
+
+
+def _register_extras() -> None:
+    """Commands other parts of ragbudget add when their extra is installed (`serve`)."""
+    try:
+        from ragbudget.mcp.command import register
+    except ImportError:  # the mcp extra is not installed
+        return
+    register(app)
+
+
+_register_extras()
+
+
+def main() -> None:
+    """Entry point of the `ragbudget` console script."""
+    app()
