@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import socket
 import sys
+from pathlib import Path
 from typing import Any
 
 from mcp_types import TextContent
@@ -37,8 +38,11 @@ def server_env() -> dict[str, str]:
 
 
 def serve_command() -> list[str]:
-    """How to launch `ragbudget serve` from this environment."""
-    return [sys.executable, "-m", "ragbudget.mcp", "serve"]
+    """`ragbudget serve` as installed (the console script next to this interpreter)."""
+    script = Path(sys.executable).with_name("ragbudget")
+    if script.exists():
+        return [str(script), "serve"]
+    return [sys.executable, "-m", "ragbudget.mcp", "serve"]  # pragma: no cover
 
 
 def free_port() -> int:
