@@ -127,3 +127,12 @@ async def test_bearer_token_verifier() -> None:
     assert await verifier.verify_token("") is None
     with pytest.raises(ValueError, match="auth token"):
         BearerTokenVerifier(" padded ")
+
+
+def test_public_names_resolve_lazily() -> None:
+    import ragbudget.mcp
+
+    for name in ragbudget.mcp.__all__:
+        assert getattr(ragbudget.mcp, name) is not None, name
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        _ = ragbudget.mcp.nope
