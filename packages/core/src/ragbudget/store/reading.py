@@ -49,7 +49,7 @@ def budget_read(
     """Lines of `text` from `offset`, at most `limit` of them, rendered within `max_tokens`."""
     total = _line_count(text)
     if offset > max(total, 1):
-        msg = f"offset {offset} is past the end: {source} has {total} lines"
+        msg = f"offset {offset} is past the end: {source} has {total:,} lines"
         raise StoreError(msg)
     max_lines = limit if limit is not None else max(total - offset + 1, 1)
 
@@ -64,7 +64,7 @@ def budget_read(
             elif t.output_lines == 0:
                 notice = f"[Line {offset} does not fit the budget{budget}; raise max_tokens]"
             else:
-                notice = f"[Showing lines {t.start_line}-{t.end_line} of {total}{budget}{more}]"
+                notice = f"[Showing lines {t.start_line}-{t.end_line} of {total:,}{budget}{more}]"
         return ReadResponse(
             source=source,
             text=t.text,

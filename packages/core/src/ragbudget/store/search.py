@@ -152,8 +152,22 @@ class _Page:
         return self.counter.count(response.to_text())
 
 
+def _count_until(counter: TokenCounter, texts: list[str], budget: int) -> list[int]:
+    """Token counts of `texts` in rank order, in small batches, until they add up past `budget`.
+
+    The rest are left uncounted with `budget + 1`, which never fits: the budget stops at the
+    first result that does not fit, and a text's rendered JSON does not count fewer tokens than
+    the text in practice (the final count of the rendered response is what guarantees it).
+    """
+    counts: list[int] = []
+    while len(counts) < len(texts) and sum(counts) <= budget:
+        batch = texts[len(counts) : len(counts) + 8]
+        counts.extend(count_many(counter, batch))
+    return counts + [budget + 1] * (len(texts) - len(counts))
+
+
 def _to_results(
-    hits: Sequence[Hit], counter: TokenCounter, *, concise: bool, query: str
+    hits: Sequence[Hit], counter: TokenCounter, *, concise: bool, query: str, budget: int
 ) -> tuple[list[SearchResult], list[int]]:
     words = _query_words(query) if concise else []
     texts: list[str] = []
@@ -182,7 +196,7 @@ def _to_results(
     ):
         tokens = [int(n) for n in stored if isinstance(n, int)]  # counted at ingest
     else:
-        tokens = count_many(counter, texts) if texts else []
+        tokens = _count_until(counter, texts, budget)
     if not concise:
         results = [
             r.model_copy(update={"tokens": n, "cut": False})
@@ -202,7 +216,7 @@ def budget_response(
     concise: bool,
 ) -> SearchResponse:
     """The best-ranked prefix of `hits` whose rendered response counts at most `max_tokens`."""
-    results, raw = _to_results(hits, counter, concise=concise, query=query)
+    results, raw = _to_results(hits, counter, concise=concise, query=query, budget=max_tokens)
     page = _Page(
         results, raw, offset=offset, total_count=total_count, max_tokens=max_tokens, counter=counter
     )
