@@ -107,9 +107,17 @@ class _Limits:
         if self.max_bytes is not None:
             sizes = accumulate(len(line.encode("utf-8")) + 1 for line in lines)
             k = min(k, sum(1 for size in sizes if size <= self.max_bytes))
-        if self.max_tokens is not None:
-            counts = accumulate(count_many(self.counter, [line + "\n" for line in lines[: k + 1]]))
-            k = min(k, sum(1 for n in counts if n <= self.max_tokens))
+        if self.max_tokens is not None:  # count blocks of lines until the budget is passed
+            used, fitting, block = 0, 0, 64
+            while fitting < k and used <= self.max_tokens:
+                part = lines[fitting : min(k, fitting + block)]
+                for n in count_many(self.counter, [line + "\n" for line in part]):
+                    used += n
+                    if used > self.max_tokens:
+                        break
+                    fitting += 1
+                block *= 2
+            k = fitting
         return k
 
     def max_chars(self) -> int:
@@ -120,30 +128,39 @@ class _Limits:
         return min(bounds)
 
 
+def _may_fit_whole(guess: int, k_max: int) -> bool:
+    """Whether the whole text is worth counting: line-by-line sums over-count joined text a
+    little (a newline merges with the next line's indentation), never by a quarter."""
+    return guess >= k_max * 3 // 4
+
+
 def _nonzero_and(fits: Callable[[int, int], bool], variant: int, k: int) -> bool:
     return k > 0 and fits(k, variant)
 
 
 def _largest_fitting(k_max: int, first_guess: int, ok: Callable[[int], bool]) -> int:
-    """Largest k in [0, k_max] with ok(k), searching down from a guess then bisecting."""
+    """Largest k in [0, k_max] with ok(k) (0 if none): from a guess that is usually right,
+    galloping up or bisecting down, so only outputs near the answer's size are counted."""
     k = min(max(first_guess, 0), k_max)
     if ok(k):
-        lo, hi = k, k_max
-        while lo < hi:  # the guess is usually right or close; grow only if it is not
-            mid = (lo + hi + 1) // 2
-            if ok(mid):
-                lo = mid
-            else:
-                hi = mid - 1
-        return lo
-    lo, hi = 0, k - 1
+        lo, hi, step = k, k_max, 1
+        while lo < k_max:
+            nxt = min(k_max, lo + step)
+            if not ok(nxt):
+                hi = nxt - 1
+                break
+            lo, step = nxt, step * 2
+        else:
+            return lo
+    else:
+        lo, hi = 0, k - 1
     while lo < hi:
         mid = (lo + hi + 1) // 2
         if ok(mid):
             lo = mid
         else:
             hi = mid - 1
-    return lo if lo >= 0 and ok(lo) else 0
+    return lo if lo > 0 and ok(lo) else 0
 
 
 def _prepare(
@@ -206,12 +223,12 @@ def truncate_head(
         return limits.fits(f"{body}\n\n{notices(k, 'tokens')[variant]}")
 
     k_max = min(len(rest), max_lines)
-    if k_max == len(rest) and limits.fits("\n".join(rest)):
+    guess = limits.guess_lines(rest[:k_max])
+    if k_max == len(rest) and _may_fit_whole(guess, k_max) and limits.fits("\n".join(rest)):
         return TextTruncation(
             text="\n".join(rest), truncated=False, output_lines=len(rest), total_lines=total,
             start_line=offset if rest else None, end_line=offset + len(rest) - 1 if rest else None,
         )  # fmt: skip
-    guess = limits.guess_lines(rest[:k_max])
     k = 0
     for variant in (0, 1):  # the full notice if any line fits with it, else the short one
         k = _largest_fitting(k_max, guess, partial(_nonzero_and, fits, variant))
@@ -259,14 +276,14 @@ def truncate_tail(
         return limits.fits(f"{body}\n\n{notices(k, 'tokens')[variant]}")
 
     k_max = min(total, max_lines)
-    if k_max == total and limits.fits("\n".join(lines)):
+    tail = lines[total - k_max :][::-1]
+    guess = limits.guess_lines(tail)
+    if k_max == total and _may_fit_whole(guess, k_max) and limits.fits("\n".join(lines)):
         body = "\n".join(lines)
         return TextTruncation(
             text=body, truncated=False, output_lines=total, total_lines=total,
             start_line=1 if total else None, end_line=total or None,
         )  # fmt: skip
-    tail = lines[total - k_max :][::-1]
-    guess = limits.guess_lines(tail)
     k = 0
     for variant in (0, 1):  # the full notice if any line fits with it, else the short one
         k = _largest_fitting(k_max, guess, partial(_nonzero_and, fits, variant))
