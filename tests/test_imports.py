@@ -9,7 +9,13 @@ import pytest
 
 @pytest.mark.parametrize(
     "module",
-    ["ragbudget", "langchain_ragbudget", "llama_index.postprocessor.ragbudget"],
+    [
+        "ragbudget",
+        "ragbudget.store",
+        "ragbudget.mcp",
+        "langchain_ragbudget",
+        "llama_index.postprocessor.ragbudget",
+    ],
 )
 def test_all_names_exist(module: str) -> None:
     mod = importlib.import_module(module)
