@@ -1,31 +1,378 @@
-"""Dependency-free token estimate (first version; calibrated in a later step)."""
+"""A dependency-free token estimate calibrated against byte-pair tokenizers (tiktoken).
+
+How it works, in three C-speed passes (no Python loop per character, word or match):
+
+1. Character classes. The text is UTF-8 encoded and `bytes.translate` maps every character to
+   one class byte (lowercase, uppercase, digit, space, newline, underscore, rule punctuation
+   like `-=*#~`, other punctuation; for non-ASCII characters, the UTF-8 lead byte tells the
+   script: accented Latin, Greek, Cyrillic, Hebrew/Arabic, Indic, CJK punctuation and kana, Han,
+   Hangul, fullwidth forms, emoji...). Continuation bytes are deleted, so the class string has
+   one byte per character. `bytes.count` of class n-grams then measures what a byte-pair
+   tokenizer reacts to: word starts, case changes (`aA`), digit groups (`000`), punctuation and
+   whitespace runs, indentation, script runs; `count(b"aaaaaaaa")` is the sum of
+   `floor(len / 8)` over lowercase runs, i.e. how long words get cut.
+2. Words. ASCII non-letters become spaces and `bytes.split` yields the words; a set lookup
+   (`filter(set.__contains__, words)`) tells words that a tokenizer keeps whole (the most
+   frequent single-token words of the calibration corpus) from rarer ones.
+3. CJK characters. One regex pass finds the kana, Han and Hangul characters that are not
+   single tokens in the target encoding (rare Han characters cost 2-3 tokens).
+
+The count is a linear combination of these features, with weights fitted per target encoding
+on a corpus of real text (`benchmarks/estimator/calibrate.py`), scaled so that under-counting
+stays rare, rounded up, and clamped to `[1, len(utf-8 bytes)]` for non-empty text (a
+byte-level tokenizer never makes more tokens than bytes).
+"""
 
 from __future__ import annotations
 
+import functools
+import math
 import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from itertools import filterfalse, repeat
+from operator import mul
 
-__all__ = ["estimate_tokens"]
+from ragbudget import _estimate_data as _data
 
-_PIECE = re.compile(
-    r"[A-Za-z]+|\d{1,3}|[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]|"
-    r"[^\sA-Za-z\d]+|\s+"
+__all__ = ["DEFAULT_TARGET", "TARGETS", "Vocabulary", "estimate_tokens", "features", "vocabulary"]
+
+TARGETS = ("cl100k_base", "o200k_base")
+"""Encodings the estimate can be calibrated to, besides the default."""
+
+DEFAULT_TARGET = "max"
+"""The default target: the larger of the counts of every encoding in `TARGETS`."""
+
+
+def _class_table() -> bytes:
+    table = bytearray(256)
+    for byte in range(256):
+        char = chr(byte)
+        if byte < 0x80:
+            if "a" <= char <= "z":
+                cls = "a"
+            elif "A" <= char <= "Z":
+                cls = "A"
+            elif "0" <= char <= "9":
+                cls = "0"
+            elif char in " \n_":
+                cls = char
+            elif char == "\r":
+                cls = "\n"
+            elif char in "-=*#~":
+                cls = "-"
+            elif char.isprintable():
+                cls = "."
+            else:
+                cls = "\t"
+        # UTF-8 lead bytes name the script block of the character they start.
+        elif byte < 0xC2:
+            cls = "?"  # continuation byte (deleted) or invalid lead
+        elif byte == 0xC2:
+            cls = "S"  # U+0080-00BF: nbsp, symbols
+        elif byte == 0xC3:
+            cls = "l"  # Latin-1 letters
+        elif byte <= 0xC9:
+            cls = "L"  # Latin Extended-A/B
+        elif byte <= 0xCD:
+            cls = "m"  # IPA, modifiers, combining marks
+        elif byte <= 0xCF:
+            cls = "g"  # Greek
+        elif byte <= 0xD4:
+            cls = "c"  # Cyrillic
+        elif byte <= 0xDF:
+            cls = "r"  # Armenian, Hebrew, Arabic, Syriac...
+        elif byte == 0xE0:
+            cls = "i"  # Indic, Thai, Lao, Tibetan
+        elif byte == 0xE1:
+            cls = "x"  # Georgian, Hangul Jamo, Khmer, Vietnamese, Greek Extended...
+        elif byte == 0xE2:
+            cls = "s"  # general punctuation, symbols, arrows, dingbats
+        elif byte == 0xE3:
+            cls = "j"  # CJK punctuation, kana
+        elif byte <= 0xE9:
+            cls = "h"  # Han
+        elif byte <= 0xED:
+            cls = "k"  # Hangul syllables (and Yi, surrogates)
+        elif byte == 0xEE:
+            cls = "p"  # private use
+        elif byte == 0xEF:
+            cls = "f"  # fullwidth forms, variation selectors, CJK compatibility
+        else:
+            cls = "e"  # outside the BMP: emoji, rare Han, math letters
+        table[byte] = ord(cls)
+    return bytes(table)
+
+
+_CLASSES = _class_table()
+_CONTINUATION = bytes(range(0x80, 0xC0))
+_WORD_TABLE = bytes(byte if byte >= 0x80 or chr(byte).isalpha() else 0x20 for byte in range(256))
+
+
+def _pattern(spec: str) -> bytes:
+    return spec.replace("~s", " ").replace("~n", "\n").replace("~t", "\t").encode()
+
+
+# Class n-grams (`~s` space, `~n` newline, `~t` tab or control); `----` counts the sum of
+# floor(len / 4) over runs of rule characters. Few, because every count is one pass.
+ASCII_PATTERNS: tuple[bytes, ...] = (
+    tuple(
+        map(
+            _pattern,
+            (
+                "a",
+                "A",
+                "0",
+                "_",
+                "-",
+                ".",
+                "aA",
+                "Aa",
+                "AA",
+                "AAAA",
+                "00",
+                "000",
+                "0000",
+                ".a",
+                "a.",
+            ),
+        )
+    )
+    + tuple(
+        map(
+            _pattern,
+            (
+                "a0",
+                "0a",
+                ".0",
+                "..",
+                "--",
+                "--------",
+                "----------------",
+                "~s",
+                "~s~s",
+                "~s~s~s~s",
+            ),
+        )
+    )
+    + tuple(
+        map(
+            _pattern,
+            ("~s~s~s~s~s~s~s~s", "~s0", "~s.", "~n", "~n~n", "~n~s", ".~n", "~t"),
+        )
+    )
+)
+"""Class n-grams counted in every text."""
+
+# Grouped by the class they need: a group is counted only when its class occurs at all.
+OTHER_GROUPS: tuple[tuple[bytes, tuple[bytes, ...]], ...] = tuple(
+    (group[0].encode(), tuple(map(_pattern, group)))
+    for group in (
+        ("c", "cc", "cccc", "~sc", "c."),
+        ("g", "gg", "~sg"),
+        ("l", "al", "la"),
+        ("L", "La"),
+        ("e", "ee"),
+        *((cls,) for cls in "Smrixsjhkpf"),
+    )
+)
+"""Class n-grams that only occur in text with non-ASCII characters."""
+
+OTHER_PATTERNS: tuple[bytes, ...] = tuple(p for _, group in OTHER_GROUPS for p in group)
+
+_ZEROS = (0,) * len(OTHER_PATTERNS)
+_CJK_CLASSES = (b"j", b"h", b"k")
+LENGTH_BINS = 24
+"""Unknown ASCII words are counted by length: 1..LENGTH_BINS, and longer."""
+OTHER_LENGTH_BINS = 32
+"""Unknown words with non-ASCII letters are counted by UTF-8 length: 1..32, and longer."""
+_OTHER_ZEROS = (0,) * (OTHER_LENGTH_BINS + 2)
+
+
+def _rare_cjk_pattern(single: str) -> re.Pattern[str]:
+    """Runs of kana, Han and Hangul characters that are NOT single tokens."""
+    cheap = set(single)
+    spans: list[str] = []
+    for low, high in ((0x3000, 0x9FFF), (0xAC00, 0xD7AF)):
+        start = None
+        for point in range(low, high + 2):
+            if point <= high and chr(point) not in cheap:
+                start = point if start is None else start
+            elif start is not None:
+                spans.append(f"{re.escape(chr(start))}-{re.escape(chr(point - 1))}")
+                start = None
+    return re.compile(f"[{''.join(spans)}]+")
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """What one target knows: words it keeps whole, CJK characters that are single tokens."""
+
+    words: frozenset[bytes]
+    rare_cjk: re.Pattern[str]
+
+    @classmethod
+    def build(cls, words: Iterable[str], cjk_chars: str) -> Vocabulary:
+        return cls(frozenset(w.encode() for w in words), _rare_cjk_pattern(cjk_chars))
+
+
+@functools.cache
+def vocabulary(target: str) -> Vocabulary:
+    """The shipped vocabulary of `target` (DEFAULT_TARGET or one of TARGETS)."""
+    return Vocabulary.build(_data.WORDS[target].split(), _data.CJK[target])
+
+
+FEATURE_NAMES: tuple[str, ...] = (
+    "bytes",
+    "chars",
+    *(p.decode() for p in ASCII_PATTERNS),
+    *(p.decode() for p in OTHER_PATTERNS),
+    "known_words",
+    "unknown_bytes",
+    "cjk_rare",
+    *(f"unknown_len_{n}" for n in range(1, LENGTH_BINS + 1)),
+    "unknown_len_more",
+    "other_unknown_bytes",
+    *(f"other_unknown_len_{n}" for n in range(1, OTHER_LENGTH_BINS + 1)),
+    "other_unknown_len_more",
+    "constant",
 )
 
 
-def estimate_tokens(text: str) -> int:
-    """Estimate how many tokens a byte-pair tokenizer makes of `text` (never negative)."""
-    total = 0
-    for match in _PIECE.finditer(text):
-        piece = match.group()
-        first = piece[0]
-        if first.isspace():
-            total += 0 if len(piece) == 1 else 1 + len(piece) // 8
-        elif first.isascii() and first.isalpha():
-            total += 1 + (len(piece) - 1) // 6
-        elif first.isdigit():
-            total += 1
-        elif len(piece) == 1 and ord(first) > 0x3000:
-            total += 1
-        else:
-            total += max(1, len(piece.encode("utf-8")) // 2)
-    return total
+def features(text: str, vocab: Vocabulary) -> list[int]:
+    """The feature vector of `text` (see the module docstring), aligned with FEATURE_NAMES."""
+    data = text.encode("utf-8", "surrogatepass")
+    ascii_only = len(data) == len(text)
+    classes = data.translate(_CLASSES) if ascii_only else data.translate(_CLASSES, _CONTINUATION)
+    row = [len(data), len(text)]
+    row += map(classes.count, ASCII_PATTERNS)
+    if ascii_only:
+        row += _ZEROS
+        cjk = 0
+    else:
+        for cls, group in OTHER_GROUPS:
+            row += map(classes.count, group) if cls in classes else (0,) * len(group)
+        has_cjk = any(map(classes.__contains__, _CJK_CLASSES))
+        cjk = sum(map(len, vocab.rare_cjk.findall(text))) if has_cjk else 0
+    words = data.translate(_WORD_TABLE).split()
+    unknown = list(filterfalse(vocab.words.__contains__, words))
+    other: list[bytes] = []
+    if not ascii_only:
+        other = list(filterfalse(bytes.isascii, unknown))
+        unknown = list(filter(bytes.isascii, unknown))
+    lengths = Counter(map(len, unknown))
+    row += (len(words) - len(unknown) - len(other), sum(map(len, unknown)), cjk)
+    row += [lengths.get(n, 0) for n in range(1, LENGTH_BINS + 1)]
+    row.append(len(unknown) - sum(row[-LENGTH_BINS:]))
+    if other:
+        lengths = Counter(map(len, other))
+        row.append(sum(map(len, other)))
+        row += [lengths.get(n, 0) for n in range(1, OTHER_LENGTH_BINS + 1)]
+        row.append(len(other) - sum(row[-OTHER_LENGTH_BINS:]))
+    else:
+        row += _OTHER_ZEROS
+    row.append(1)
+    return row
+
+
+@dataclass(frozen=True)
+class _Model:
+    """One target's weights, folded for `estimate_tokens` (same sum as `features` x weights)."""
+
+    vocab: Vocabulary
+    per_byte: float
+    per_char: float
+    ascii: tuple[tuple[bytes, tuple[bytes, ...], tuple[float, ...]], ...]
+    other: tuple[tuple[bytes, tuple[bytes, ...], tuple[float, ...]], ...]
+    known: float
+    unknown_bytes: float
+    cjk: float
+    cost: dict[int, float]  # unknown ASCII word: weight of its length bin
+    cost_more: float
+    other_bytes: float
+    other_cost: dict[int, float]
+    other_cost_more: float
+    constant: float
+
+
+def _ascii_groups() -> list[tuple[bytes, tuple[bytes, ...]]]:
+    """ASCII patterns grouped by a rarer class they contain (skipped when it is absent)."""
+    groups: dict[bytes, list[bytes]] = {}
+    for pattern in ASCII_PATTERNS:
+        rare = [c for c in (b"0", b"-", b"_", b"\t", b"A", b"\n", b"  ") if c in pattern]
+        groups.setdefault(rare[0] if rare else b"", []).append(pattern)
+    return [(cls, tuple(group)) for cls, group in groups.items()]
+
+
+@functools.cache
+def _model(target: str) -> _Model:
+    if tuple(_data.FEATURE_NAMES) != FEATURE_NAMES:  # pragma: no cover - guards regeneration
+        msg = "ragbudget._estimate_data is stale: run benchmarks/estimator/calibrate.py --fit"
+        raise RuntimeError(msg)
+    w = dict(zip(FEATURE_NAMES, _data.WEIGHTS[target], strict=True))
+    return _Model(
+        vocab=vocabulary(target),
+        per_byte=w["bytes"],
+        per_char=w["chars"],
+        ascii=tuple(
+            (cls, group, tuple(w[p.decode()] for p in group)) for cls, group in _ascii_groups()
+        ),
+        other=tuple(
+            (cls, group, tuple(w[p.decode()] for p in group)) for cls, group in OTHER_GROUPS
+        ),
+        known=w["known_words"],
+        unknown_bytes=w["unknown_bytes"],
+        cjk=w["cjk_rare"],
+        cost={n: w[f"unknown_len_{n}"] for n in range(1, LENGTH_BINS + 1)},
+        cost_more=w["unknown_len_more"],
+        other_bytes=w["other_unknown_bytes"],
+        other_cost={n: w[f"other_unknown_len_{n}"] for n in range(1, OTHER_LENGTH_BINS + 1)},
+        other_cost_more=w["other_unknown_len_more"],
+        constant=w["constant"],
+    )
+
+
+def estimate_tokens(text: str, target: str = DEFAULT_TARGET) -> int:
+    """Estimate how many tokens a byte-pair tokenizer makes of `text`.
+
+    `target` is `"max"` (default: safe for every encoding in TARGETS) or one of TARGETS.
+    Deterministic; 0 for the empty string, otherwise between 1 and the UTF-8 length.
+    Equal to `ceil(features(text) . weights)` clamped, computed without building the vector.
+    """
+    if target not in _data.WEIGHTS:
+        msg = f"target must be one of {(DEFAULT_TARGET, *TARGETS)}, got {target!r}"
+        raise ValueError(msg)
+    if not text:
+        return 0
+    m = _model(target)
+    data = text.encode("utf-8", "surrogatepass")
+    size = len(data)
+    ascii_only = size == len(text)
+    classes = data.translate(_CLASSES) if ascii_only else data.translate(_CLASSES, _CONTINUATION)
+    words = data.translate(_WORD_TABLE).split()
+    unknown = list(filterfalse(m.vocab.words.__contains__, words))
+    parts = [
+        m.constant + m.per_byte * size + m.per_char * len(text),
+    ]
+    for cls, group, weights in m.ascii:
+        if not cls or cls in classes:
+            parts.append(math.fsum(map(mul, map(classes.count, group), weights)))
+    if not ascii_only:
+        for cls, group, weights in m.other:
+            if cls in classes:
+                parts.append(math.fsum(map(mul, map(classes.count, group), weights)))
+        if any(map(classes.__contains__, _CJK_CLASSES)):
+            parts.append(m.cjk * sum(map(len, m.vocab.rare_cjk.findall(text))))
+        other = list(filterfalse(bytes.isascii, unknown))
+        if other:
+            unknown = list(filter(bytes.isascii, unknown))
+            lengths = list(map(len, other))
+            parts.append(m.other_bytes * sum(lengths))
+            parts.append(math.fsum(map(m.other_cost.get, lengths, repeat(m.other_cost_more))))
+            parts.append(m.known * -len(other))
+    lengths = list(map(len, unknown))
+    parts.append(m.known * (len(words) - len(unknown)) + m.unknown_bytes * sum(lengths))
+    parts.append(math.fsum(map(m.cost.get, lengths, repeat(m.cost_more))))
+    raw = math.ceil(math.fsum(parts))
+    return min(max(raw, 1), size)

@@ -8,7 +8,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from ragbudget._estimate import estimate_tokens
+from ragbudget._estimate import DEFAULT_TARGET, estimate_tokens
+from ragbudget._estimate import TARGETS as ESTIMATE_TARGETS
 
 __all__ = [
     "CallableCounter",
@@ -51,16 +52,50 @@ def count_many(counter: TokenCounter, texts: Sequence[str]) -> list[int]:
 
 
 class EstimateCounter:
-    """The default: a dependency-free estimate calibrated against real tokenizers."""
+    """The default counter: a dependency-free estimate calibrated against tiktoken.
 
-    name = "estimate"
+    No tokenizer needed, deterministic, and biased to the safe side: on held-out real text
+    (code, prose, markdown, JSON, CJK, Cyrillic/Greek, other European languages, logs, emoji
+    chat), at most 1% of each family's chunks is under-counted by more than 10%, and the median
+    error is 3-11% per family against the encoding a target is calibrated to (the README's
+    estimator section has the table). Faster than tiktoken, standard library only.
+
+    Key init args:
+        target: `None` (default) is safe for both `cl100k_base` and `o200k_base`, tight
+            against whichever counts more (cl100k on CJK, Cyrillic and other non-English
+            text, where o200k needs 10-30% fewer tokens). `"cl100k_base"` or
+            `"o200k_base"` is calibrated to that encoding alone: tighter, but only safe for it.
+
+    Instantiate:
+        ```python
+        from ragbudget import get_counter
+        from ragbudget.counters import EstimateCounter
+
+        counter = get_counter()  # same as get_counter("estimate") or EstimateCounter()
+        gpt4o = get_counter("estimate:o200k_base")  # same as EstimateCounter("o200k_base")
+        ```
+
+    Use:
+        ```python
+        counter.count("def add(a, b):\n    return a + b\n")  # -> an int close to tiktoken's
+        ```
+    """
+
     exact = False
 
+    def __init__(self, target: str | None = None) -> None:
+        if target is not None and target not in ESTIMATE_TARGETS:
+            msg = f"target must be None or one of {ESTIMATE_TARGETS}, got {target!r}"
+            raise ValueError(msg)
+        self.target = target
+        self._target = target or DEFAULT_TARGET
+        self.name = "estimate" if target is None else f"estimate:{target}"
+
     def count(self, text: str) -> int:
-        return estimate_tokens(text)
+        return estimate_tokens(text, self._target)
 
     def __repr__(self) -> str:
-        return "EstimateCounter()"
+        return "EstimateCounter()" if self.target is None else f"EstimateCounter({self.target!r})"
 
 
 class CharsCounter:
@@ -207,8 +242,16 @@ CounterSpec = TokenCounter | str | Callable[[str], int] | None
 def _from_string(spec: str) -> TokenCounter:
     kind, _, arg = spec.partition(":")
     kind = kind.strip().lower()
-    if kind == "estimate" and not arg:
-        return EstimateCounter()
+    if kind == "estimate":
+        if not arg:
+            return EstimateCounter()
+        if arg.strip() not in ESTIMATE_TARGETS:
+            msg = (
+                f"unknown counter spec {spec!r}: 'estimate:<target>' takes one of "
+                f"{', '.join(ESTIMATE_TARGETS)} (or plain 'estimate', safe for both)"
+            )
+            raise ValueError(msg)
+        return EstimateCounter(arg.strip())
     if kind == "chars":
         try:
             n = int(arg) if arg else 4

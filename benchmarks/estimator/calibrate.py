@@ -1,0 +1,155 @@
+"""Calibrate and measure ragbudget's token estimate (`make bench-estimator`).
+
+    python benchmarks/estimator/calibrate.py            # measure the shipped estimator
+    python benchmarks/estimator/calibrate.py --fit      # refit on this machine's corpus first
+    python benchmarks/estimator/calibrate.py --readme   # also write the tables into README.md
+    python benchmarks/estimator/calibrate.py --sample   # also rewrite the test sample
+
+The corpus (see corpus.py) is rebuilt from files on this machine every run; accuracy is measured
+on its held-out split only, against tiktoken's cl100k_base and o200k_base (loaded offline from
+llama-index-core's bundled BPE files).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import importlib
+import json
+import os
+import random
+import re
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+
+import corpus  # noqa: E402
+import fit  # noqa: E402
+import numpy as np  # noqa: E402
+import report  # noqa: E402
+import tiktoken  # noqa: E402
+from ragbudget import _estimate, _estimate_data  # noqa: E402
+
+ENCODINGS = ("cl100k_base", "o200k_base")
+README = ROOT / "README.md"
+SAMPLE = ROOT / "tests" / "core" / "data" / "estimator_sample.json.gz"
+SAMPLE_PER_FAMILY = 48
+
+
+def _tiktoken_offline() -> None:
+    if "TIKTOKEN_CACHE_DIR" not in os.environ:
+        import llama_index.core
+
+        cache = Path(llama_index.core.__file__).parent / "_static" / "tiktoken_cache"
+        os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def refit(chunks: list[corpus.Chunk], truth: dict[str, list[int]], encs: dict[str, object]) -> None:
+    global _estimate
+    t0 = time.perf_counter()
+    vocab = fit.build_vocabulary(chunks, encs)
+    families = np.array([c.family for c in chunks])
+    fit_mask = np.array([c.split == "fit" for c in chunks])
+    ys = {e: np.array(truth[e], dtype=float) for e in ENCODINGS}
+    ys[_estimate.DEFAULT_TARGET] = np.maximum(*ys.values())
+    weights = {}
+    for target, y in ys.items():
+        x = fit.feature_matrix(chunks, _estimate.Vocabulary.build(*vocab[target]))
+        weights[target] = fit.fit_weights(x, y, families, fit_mask)
+    fit.write_data_module(vocab, weights)
+    importlib.reload(_estimate_data)
+    _estimate = importlib.reload(_estimate)
+    _log(f"refit and wrote {fit.DATA_MODULE} in {time.perf_counter() - t0:.0f}s")
+
+
+def write_sample(test: list[corpus.Chunk]) -> None:
+    rng = random.Random(7)
+    rows = []
+    for family in corpus.FAMILIES:
+        pool = [c for c in test if c.family == family]
+        for c in rng.sample(pool, min(SAMPLE_PER_FAMILY, len(pool))):
+            rows.append({"family": c.family, "source": c.source, "text": c.text})
+    SAMPLE.parent.mkdir(parents=True, exist_ok=True)
+    data = json.dumps(rows, ensure_ascii=False, indent=1).encode()
+    SAMPLE.write_bytes(gzip.compress(data, mtime=0))
+    _log(f"wrote {len(rows)} chunks, {SAMPLE.stat().st_size:,} bytes to {SAMPLE}")
+
+
+def update_readme(tables: str) -> None:
+    text = README.read_text(encoding="utf-8")
+    start, end = "<!-- estimator-table -->", "<!-- /estimator-table -->"
+    pattern = re.compile(re.escape(start) + ".*?" + re.escape(end), re.S)
+    if not pattern.search(text):
+        msg = f"{README} has no {start} ... {end} block inside the estimator section"
+        raise SystemExit(msg)
+    README.write_text(pattern.sub(lambda _: f"{start}\n{tables}\n{end}", text), encoding="utf-8")
+    _log(f"updated the tables in {README}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fit", action="store_true", help="refit and rewrite _estimate_data.py")
+    parser.add_argument("--readme", action="store_true", help="write the tables into README.md")
+    parser.add_argument("--sample", action="store_true", help="rewrite the test sample")
+    parser.add_argument("--per-family", type=int, default=2000, help="chunks per family and split")
+    args = parser.parse_args()
+
+    _tiktoken_offline()
+    t0 = time.perf_counter()
+    chunks = corpus.build_corpus(args.per_family)
+    _log(f"corpus: {len(chunks)} chunks in {time.perf_counter() - t0:.0f}s")
+    encs = {name: tiktoken.get_encoding(name) for name in ENCODINGS}
+    truth = {name: [len(e.encode_ordinary(c.text)) for c in chunks] for name, e in encs.items()}
+    _log(f"tiktoken counts done at {time.perf_counter() - t0:.0f}s")
+    if args.fit:
+        refit(chunks, truth, encs)
+
+    test_idx = [i for i, c in enumerate(chunks) if c.split == "test"]
+    test = [chunks[i] for i in test_idx]
+    estimate = _estimate.estimate_tokens
+    baselines = {"len // 4": lambda t: len(t) // 4, "UTF-8 bytes": lambda t: len(t.encode())}
+    out = [
+        f"Held-out chunks of 100-4,000 characters ({len(test)} in all), measured by "
+        "`make bench-estimator`. Each cell: median |error| / 99th-percentile under-count "
+        "(bold where either exceeds 10%).",
+        "",
+    ]
+    for enc in ENCODINGS:
+        methods = {
+            "estimate": estimate,
+            f"estimate:{enc}": lambda t, e=enc: estimate(t, e),  # type: ignore[misc]
+            **baselines,
+        }
+        table, _ = report.accuracy_table(test, [truth[enc][i] for i in test_idx], methods, enc)
+        out += [table, ""]
+    speed_methods = {
+        "estimate": estimate,
+        "tiktoken cl100k_base": encs["cl100k_base"].encode_ordinary,
+        "tiktoken o200k_base": encs["o200k_base"].encode_ordinary,
+        **baselines,
+    }
+    out += [
+        "Speed, millions of characters per second (one call per chunk, best of 5, this machine):",
+        "",
+        report.speed_table(test, speed_methods),
+    ]
+    tables = "\n".join(out)
+    print(tables)
+    if args.readme:
+        update_readme(tables)
+    if args.sample:
+        write_sample(test)
+    _log(f"done in {time.perf_counter() - t0:.0f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

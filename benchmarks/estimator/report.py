@@ -1,0 +1,97 @@
+"""Measure counters on the held-out split and print the README tables (markdown)."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from corpus import FAMILIES, Chunk
+
+LIMIT = 10.0  # percent: the issue's bound for median |error| and p99 under-count
+
+Counter = Callable[[str], int]
+
+
+@dataclass(frozen=True)
+class Accuracy:
+    median_abs: float  # percent
+    p99_under: float  # percent
+
+    @property
+    def ok(self) -> bool:
+        return self.median_abs <= LIMIT and self.p99_under <= LIMIT
+
+    def cell(self, *, mark: bool = False) -> str:
+        text = f"{self.median_abs:.1f}% / {self.p99_under:.1f}%"
+        return f"**{text}**" if mark and not self.ok else text
+
+
+def _quantile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    pos = q * (len(ordered) - 1)
+    low = int(pos)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+
+
+def accuracy(estimates: Sequence[int], truths: Sequence[int]) -> Accuracy:
+    errors = [e / t - 1 for e, t in zip(estimates, truths, strict=True) if t > 0]
+    under = [max(0.0, -err) for err in errors]
+    return Accuracy(
+        100 * statistics.median(abs(err) for err in errors), 100 * _quantile(under, 0.99)
+    )
+
+
+def throughputs(methods: dict[str, Counter], texts: Sequence[str], repeats: int = 5) -> list[float]:
+    """Millions of characters per second for each method, best of `repeats` rounds.
+
+    The methods take turns within each round, so a busy machine slows them alike.
+    """
+    chars = sum(map(len, texts))
+    best = [float("inf")] * len(methods)
+    for _ in range(repeats):
+        for i, counter in enumerate(methods.values()):
+            start = time.perf_counter()
+            for text in texts:
+                counter(text)
+            best[i] = min(best[i], time.perf_counter() - start)
+    return [chars / seconds / 1e6 for seconds in best]
+
+
+def accuracy_table(
+    chunks: Sequence[Chunk],
+    truth: Sequence[int],
+    methods: dict[str, Counter],
+    encoding: str,
+) -> tuple[str, dict[str, dict[str, Accuracy]]]:
+    """Markdown table: one row per family, one `median |error| / p99 under-count` per method."""
+    results: dict[str, dict[str, Accuracy]] = {}
+    head = f"| {encoding} | chunks | " + " | ".join(f"`{m}`" for m in methods) + " |"
+    lines = [head, "|" + "---|" * (len(methods) + 2)]
+    for family in FAMILIES:
+        idx = [i for i, c in enumerate(chunks) if c.family == family]
+        if not idx:
+            continue
+        texts = [chunks[i].text for i in idx]
+        results[family] = {
+            name: accuracy([fn(t) for t in texts], [truth[i] for i in idx])
+            for name, fn in methods.items()
+        }
+        cells = [
+            acc.cell(mark=name.startswith("estimate")) for name, acc in results[family].items()
+        ]
+        lines.append(f"| {family} | {len(idx)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines), results
+
+
+def speed_table(chunks: Sequence[Chunk], methods: dict[str, Counter]) -> str:
+    head = "| M chars/s | " + " | ".join(f"`{m}`" for m in methods) + " |"
+    lines = [head, "|" + "---|" * (len(methods) + 1)]
+    for family in FAMILIES:
+        texts = [c.text for c in chunks if c.family == family]
+        if texts:
+            cells = [f"{speed:.2f}" for speed in throughputs(methods, texts)]
+            lines.append(f"| {family} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)

@@ -1,0 +1,207 @@
+"""The default token estimate: its accuracy bounds on real text, and properties for any string.
+
+`data/estimator_sample.json.gz` holds held-out chunks of real text (48 per family, drawn by
+`benchmarks/estimator/calibrate.py --sample` from the split the fit never saw); the true counts
+come from tiktoken at test time (offline, see tests/conftest.py).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import statistics
+from operator import mul
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from ragbudget import _estimate_data, get_counter
+from ragbudget._estimate import DEFAULT_TARGET, TARGETS, estimate_tokens, features, vocabulary
+from ragbudget.counters import EstimateCounter, TokenCounter
+
+SAMPLE = Path(__file__).parent / "data" / "estimator_sample.json.gz"
+FAMILIES = (
+    "code",
+    "prose",
+    "markdown",
+    "json",
+    "cjk",
+    "cyrillic_greek",
+    "european",
+    "logs",
+    "emoji_chat",
+)
+LIMIT = 0.10
+MEDIAN_ALLOWANCE = 0.02
+
+
+@pytest.fixture(scope="module")
+def sample() -> dict[str, list[str]]:
+    rows = json.loads(gzip.decompress(SAMPLE.read_bytes()))
+    by_family: dict[str, list[str]] = {}
+    for row in rows:
+        by_family.setdefault(row["family"], []).append(row["text"])
+    return by_family
+
+
+@pytest.fixture(scope="module")
+def truth(sample: dict[str, list[str]]) -> dict[str, dict[str, list[int]]]:
+    """encoding -> family -> tiktoken counts, aligned with `sample`."""
+    out: dict[str, dict[str, list[int]]] = {}
+    for encoding in TARGETS:
+        counter = get_counter(f"tiktoken:{encoding}")
+        out[encoding] = {f: [counter.count(t) for t in texts] for f, texts in sample.items()}
+    return out
+
+
+def _errors(estimates: list[int], truths: list[int]) -> list[float]:
+    return [e / t - 1 for e, t in zip(estimates, truths, strict=True)]
+
+
+def _assert_no_dangerous_under_count(errors: list[float]) -> None:
+    """The p99 bound, checked on 48 chunks: at most two under by more than 10% (a binomial with
+    p = 1% gives three or more 1.3% of the time), none by more than 25% (nothing absurd).
+    Identifier lists of rare words (a spell checker's ignore list) are the known worst case."""
+    under = sorted(max(0.0, -err) for err in errors)
+    assert under[-3] <= LIMIT, under[-4:]
+    assert under[-1] <= 0.25, under[-4:]
+
+
+def _assert_median_within(errors: list[float]) -> None:
+    """The median bound, with an allowance for a 48-chunk sample (the README's table has the
+    2,000-chunk figures, where cl100k on other European languages sits at 10.4%)."""
+    assert statistics.median(map(abs, errors)) <= LIMIT + MEDIAN_ALLOWANCE
+
+
+def test_sample_covers_every_family(sample: dict[str, list[str]]) -> None:
+    assert set(sample) == set(FAMILIES)
+    for texts in sample.values():
+        assert len(texts) >= 48
+        assert all(100 <= len(t) <= 4000 for t in texts)
+    assert SAMPLE.stat().st_size < 300_000
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("encoding", TARGETS)
+def test_calibrated_target_meets_the_bounds(
+    sample: dict[str, list[str]], truth: dict[str, dict[str, list[int]]], encoding: str, family: str
+) -> None:
+    counter = get_counter(f"estimate:{encoding}")
+    errors = _errors([counter.count(t) for t in sample[family]], truth[encoding][family])
+    _assert_no_dangerous_under_count(errors)
+    _assert_median_within(errors)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_default_is_safe_for_both_encodings(
+    sample: dict[str, list[str]], truth: dict[str, dict[str, list[int]]], family: str
+) -> None:
+    counter = get_counter()
+    estimates = [counter.count(t) for t in sample[family]]
+    for encoding in TARGETS:
+        _assert_no_dangerous_under_count(_errors(estimates, truth[encoding][family]))
+    # tight against whichever encoding counts more
+    larger = [max(pair) for pair in zip(*(truth[e][family] for e in TARGETS), strict=True)]
+    _assert_median_within(_errors(estimates, larger))
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_beats_the_rules_of_thumb_where_they_under_count(
+    sample: dict[str, list[str]], truth: dict[str, dict[str, list[int]]], family: str
+) -> None:
+    texts = sample[family]
+    truths = truth["cl100k_base"][family]
+    ours = min(_errors([estimate_tokens(t) for t in texts], truths))
+    quarter = min(_errors([len(t) // 4 for t in texts], truths))
+    assert ours > quarter
+
+
+def test_counter_specs() -> None:
+    default = get_counter()
+    assert isinstance(default, EstimateCounter)
+    assert isinstance(default, TokenCounter)
+    assert default.name == "estimate"
+    assert default.exact is False
+    assert get_counter("estimate") is default
+    for encoding in TARGETS:
+        counter = get_counter(f"estimate:{encoding}")
+        assert counter.name == f"estimate:{encoding}"
+        assert repr(counter) == f"EstimateCounter({encoding!r})"
+    text = "Ünïcödé façade, 東京タワー and 12345 tokens\n" * 3
+    assert EstimateCounter().count(text) == estimate_tokens(text, DEFAULT_TARGET)
+
+
+@pytest.mark.parametrize("spec", ["estimate:gpt2", "estimate:cl100k", "Estimate:p50k_base"])
+def test_unknown_estimate_target_is_rejected(spec: str) -> None:
+    with pytest.raises(ValueError, match="'estimate:<target>' takes one of cl100k_base"):
+        get_counter(spec)
+    with pytest.raises(ValueError, match="target must be None or one of"):
+        EstimateCounter(spec.partition(":")[2])
+
+
+def test_unknown_target_in_function_is_rejected() -> None:
+    with pytest.raises(ValueError, match="target"):
+        estimate_tokens("hello", "p50k_base")
+
+
+def test_empty_and_tiny_strings() -> None:
+    for target in (DEFAULT_TARGET, *TARGETS):
+        assert estimate_tokens("", target) == 0
+        assert estimate_tokens(" ", target) == 1
+        assert estimate_tokens("a", target) == 1
+
+
+ANY_TEXT = st.text(alphabet=st.characters(codec=None), max_size=600)
+TARGET = st.sampled_from((DEFAULT_TARGET, *TARGETS))
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=ANY_TEXT, target=TARGET)
+def test_never_negative_and_bounded_by_the_bytes(text: str, target: str) -> None:
+    count = estimate_tokens(text, target)
+    assert isinstance(count, int)
+    size = len(text.encode("utf-8", "surrogatepass"))
+    assert 0 <= count <= size
+    assert (count == 0) == (text == "")
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=ANY_TEXT, target=TARGET)
+def test_deterministic(text: str, target: str) -> None:
+    assert estimate_tokens(text, target) == estimate_tokens(str(text), target)
+    assert EstimateCounter(None if target == DEFAULT_TARGET else target).count(text) == (
+        estimate_tokens(text, target)
+    )
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=st.text(alphabet=st.characters(codec="utf-8"), min_size=1, max_size=400))
+def test_within_a_small_factor_of_tiktoken_on_any_text(text: str) -> None:
+    """Never absurd: random Unicode is far from the calibration text, yet stays in range."""
+    exact = get_counter("tiktoken:cl100k_base").count(text)
+    estimate = estimate_tokens(text, "cl100k_base")
+    assert exact / 4 - 2 <= estimate <= 4 * exact + 4
+
+
+def _feature_model(text: str, target: str) -> tuple[float, int]:
+    """The documented model: ceil(features . weights), clamped to [1, UTF-8 length]."""
+    row = features(text, vocabulary(target))
+    raw = math.fsum(map(mul, row, _estimate_data.WEIGHTS[target]))
+    return raw, min(max(math.ceil(raw), 1), row[0])
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=ANY_TEXT.filter(bool), target=TARGET)
+def test_fast_path_equals_the_feature_model(text: str, target: str) -> None:
+    raw, expected = _feature_model(text, target)
+    if abs(raw - round(raw)) > 1e-9:  # at an exact integer, float order may round either way
+        assert estimate_tokens(text, target) == expected
+
+
+def test_fast_path_equals_the_feature_model_on_real_text(sample: dict[str, list[str]]) -> None:
+    for texts in sample.values():
+        for text in texts:
+            for target in (DEFAULT_TARGET, *TARGETS):
+                assert estimate_tokens(text, target) == _feature_model(text, target)[1]
