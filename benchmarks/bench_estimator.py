@@ -45,7 +45,7 @@ def main() -> None:
     rows = json.loads(gzip.decompress(SAMPLE.read_bytes()))
     texts = [row["text"] for row in rows]
     estimate = get_counter("estimate").count
-    print(f"{len(texts)} held-out chunks, {sum(map(len, texts)):,} characters")
+    print(f"{len(texts)} held-out chunks, {sum(map(len, texts)):,} characters; default `estimate`")
     header = ("encoding", "family", "median |err|", "worst under", "len//4 worst")
     print(f"{header[0]:12} {header[1]:15} {header[2]:>12} {header[3]:>12} {header[4]:>12}")
     for name in ("cl100k_base", "o200k_base"):
