@@ -186,10 +186,11 @@ def test_within_a_small_factor_of_tiktoken_on_any_text(text: str) -> None:
 
 
 def _feature_model(text: str, target: str) -> tuple[float, int]:
-    """The documented model: ceil(features . weights), clamped to [1, UTF-8 length]."""
+    """The documented model: ceil(features . weights), clamped to [ceil(bytes / 8) or 1,
+    UTF-8 length]."""
     row = features(text, vocabulary(target))
     raw = math.fsum(map(mul, row, _estimate_data.WEIGHTS[target]))
-    return raw, min(max(math.ceil(raw), 1), row[0])
+    return raw, min(max(math.ceil(raw), 1, -(-int(row[0]) // 8)), row[0])
 
 
 @settings(max_examples=200, deadline=None)

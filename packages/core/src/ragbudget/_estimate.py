@@ -333,6 +333,9 @@ def _model(target: str) -> _Model:
     )
 
 
+_BYTES_PER_TOKEN_FLOOR = 8
+
+
 def estimate_tokens(text: str, target: str = DEFAULT_TARGET) -> int:
     """Estimate how many tokens a byte-pair tokenizer makes of `text`.
 
@@ -375,4 +378,7 @@ def estimate_tokens(text: str, target: str = DEFAULT_TARGET) -> int:
     parts.append(m.known * (len(words) - len(unknown)) + m.unknown_bytes * sum(lengths))
     parts.append(math.fsum(map(m.cost.get, lengths, repeat(m.cost_more))))
     raw = math.ceil(math.fsum(parts))
-    return min(max(raw, 1), size)
+    # A floor for scripts and mixes the calibration corpus barely saw (e.g. Armenian after
+    # digits), where the linear model can go absurdly low: no tokenizer we target averages
+    # more than 8 UTF-8 bytes a token outside long whitespace runs.
+    return min(max(raw, 1, -(-size // _BYTES_PER_TOKEN_FLOOR)), size)

@@ -274,7 +274,9 @@ def _from_string(spec: str) -> TokenCounter:
 def get_counter(spec: CounterSpec = None) -> TokenCounter:
     """Build a token counter from a spec.
 
-    - `None` or `"estimate"`: the dependency-free estimator (the default everywhere).
+    - `None` or `"estimate"`: the dependency-free estimator (the default everywhere), safe
+      for both cl100k_base and o200k_base; `"estimate:cl100k_base"` / `"estimate:o200k_base"`
+      are tighter estimates calibrated to one encoding.
     - `"chars:N"`: `len(text) // N`.
     - `"tiktoken:<encoding or model>"`, e.g. `"tiktoken:cl100k_base"`, `"tiktoken:gpt-4o"`.
     - `"hf:<path to tokenizer.json>"`, or a `tokenizers.Tokenizer` instance.
