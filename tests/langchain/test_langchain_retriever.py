@@ -467,5 +467,5 @@ def test_the_class_docstring_examples_run_as_written() -> None:
     for block in blocks[:2]:  # Instantiate, Use (the Async one needs an event loop)
         exec(textwrap.dedent(block), namespace)
     docs = namespace["docs"]
-    assert len(docs) == 4  # "4 of the 20"
-    assert docs[0].metadata["ragbudget"] == {"tokens": 101, "rank": 0, "score": None, "cut": False}
+    assert len(docs) == 2  # "2 of the 20"
+    assert docs[0].metadata["ragbudget"] == {"tokens": 168, "rank": 0, "score": None, "cut": False}
