@@ -2,59 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from _lc_parts import AsyncEventRecorder, EventRecorder, ScoredRetriever
-from langchain_core.callbacks import (
-    AsyncCallbackManagerForRetrieverRun,
-    CallbackManagerForRetrieverRun,
-)
+from langchain_classic.retrievers import ContextualCompressionRetriever
+from langchain_classic.retrievers.document_compressors import DocumentCompressorPipeline
 from langchain_core.documents import BaseDocumentCompressor, Document
-from langchain_core.retrievers import BaseRetriever, RetrieverLike
 from langchain_core.runnables import Runnable, RunnableLambda
 from langchain_core.vectorstores import InMemoryVectorStore
 from langchain_ragbudget import TRUNCATION_EVENT, TokenBudgetCompressor, TokenBudgetRetriever
 
 QUERY = "parse command line options and arguments"
 EXACT = "tiktoken:cl100k_base"
-
-
-class CompressionRetriever(BaseRetriever):
-    """How `langchain_classic.retrievers.ContextualCompressionRetriever` drives a compressor
-    (same calls, same callbacks). langchain-classic is not installed here, and langchain-core
-    1.x no longer ships that class nor DocumentCompressorPipeline."""
-
-    base_compressor: BaseDocumentCompressor
-    base_retriever: RetrieverLike
-
-    def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
-    ) -> list[Document]:
-        docs = self.base_retriever.invoke(
-            query, config={"callbacks": run_manager.get_child()}, **kwargs
-        )
-        if docs:
-            return list(
-                self.base_compressor.compress_documents(
-                    docs, query, callbacks=run_manager.get_child()
-                )
-            )
-        return []
-
-    async def _aget_relevant_documents(
-        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
-    ) -> list[Document]:
-        docs = await self.base_retriever.ainvoke(
-            query, config={"callbacks": run_manager.get_child()}, **kwargs
-        )
-        if docs:
-            return list(
-                await self.base_compressor.acompress_documents(
-                    docs, query, callbacks=run_manager.get_child()
-                )
-            )
-        return []
 
 
 @pytest.fixture
@@ -125,7 +83,7 @@ def test_piped_after_a_lambda_in_a_larger_chain(base: ScoredRetriever) -> None:
 
 
 def test_in_a_contextual_compression_retriever_sync(base: ScoredRetriever) -> None:
-    retriever = CompressionRetriever(
+    retriever = ContextualCompressionRetriever(
         base_compressor=TokenBudgetCompressor(max_tokens=400, counter=EXACT, k=3),
         base_retriever=base,
     )
@@ -135,11 +93,25 @@ def test_in_a_contextual_compression_retriever_sync(base: ScoredRetriever) -> No
     [(name, info, run_id)] = recorder.events
     assert name == TRUNCATION_EVENT
     assert info.original_count == 3  # k caps before the budget
-    assert run_id == recorder.retriever_runs["CompressionRetriever"]
+    assert run_id == recorder.retriever_runs["ContextualCompressionRetriever"]
+
+
+def test_last_in_a_document_compressor_pipeline(base: ScoredRetriever) -> None:
+    pipeline = DocumentCompressorPipeline(
+        transformers=[TokenBudgetCompressor(max_tokens=600, counter=EXACT)]
+    )
+    retriever = ContextualCompressionRetriever(base_compressor=pipeline, base_retriever=base)
+    recorder = EventRecorder()
+    docs = retriever.invoke(QUERY, config={"callbacks": [recorder]})
+    assert docs
+    assert sum(d.metadata["ragbudget"]["tokens"] for d in docs) <= 600
+    [(name, info, _)] = recorder.events
+    assert name == TRUNCATION_EVENT
+    assert info.returned_count == len(docs)
 
 
 async def test_in_a_contextual_compression_retriever_async(base: ScoredRetriever) -> None:
-    retriever = CompressionRetriever(
+    retriever = ContextualCompressionRetriever(
         base_compressor=TokenBudgetCompressor(max_tokens=400, counter=EXACT), base_retriever=base
     )
     recorder = AsyncEventRecorder()
