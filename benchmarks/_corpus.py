@@ -2,24 +2,17 @@
 
 from __future__ import annotations
 
-import os
 import sysconfig
 from pathlib import Path
+
+from ragbudget import use_bundled_tiktoken_files
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 
 
 def offline_tiktoken() -> None:
     """Point tiktoken at llama-index-core's bundled BPE files (no network here)."""
-    if "TIKTOKEN_CACHE_DIR" in os.environ:
-        return
-    try:
-        import llama_index.core
-    except ImportError:
-        return
-    os.environ["TIKTOKEN_CACHE_DIR"] = str(
-        Path(llama_index.core.__file__).parent / "_static" / "tiktoken_cache"
-    )
+    use_bundled_tiktoken_files()
 
 
 def stdlib_chunks(n: int, size: int = 1500) -> list[str]:

@@ -33,7 +33,6 @@ Run: `uv run --all-packages python benchmarks/bench_chunkers.py` (or `make bench
 
 from __future__ import annotations
 
-import os
 import re
 import statistics
 import sys
@@ -42,17 +41,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-if "TIKTOKEN_CACHE_DIR" not in os.environ:
-    try:
-        import llama_index.core
+from ragbudget import TokenCounter, get_counter, use_bundled_tiktoken_files
 
-        os.environ["TIKTOKEN_CACHE_DIR"] = str(
-            Path(llama_index.core.__file__).parent / "_static" / "tiktoken_cache"
-        )
-    except ImportError:  # pragma: no cover
-        pass
-
-from ragbudget import TokenCounter, get_counter
+use_bundled_tiktoken_files()
 
 MAX_TOKENS = 256
 OVERLAP = 32

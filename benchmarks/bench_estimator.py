@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import statistics
 import time
 from collections.abc import Callable
@@ -20,11 +19,9 @@ SAMPLE = ROOT / "tests" / "core" / "data" / "estimator_sample.json.gz"
 
 
 def _offline_tiktoken() -> None:
-    if "TIKTOKEN_CACHE_DIR" not in os.environ:
-        import llama_index.core
+    from ragbudget import use_bundled_tiktoken_files
 
-        cache = Path(llama_index.core.__file__).parent / "_static" / "tiktoken_cache"
-        os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
+    use_bundled_tiktoken_files()
 
 
 def _seconds(fn: Callable[[str], object], texts: list[str], repeats: int = 5) -> float:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import statistics
 import sysconfig
 import tempfile
@@ -21,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from fastmcp import Client
-from ragbudget import get_counter
+from ragbudget import get_counter, use_bundled_tiktoken_files
 from ragbudget.mcp import ServerSettings, create_server
 from ragbudget.store import DocumentStore
 
@@ -44,16 +43,7 @@ CASES = [  # (limit, max_tokens): the store bench's case, a default call, a tigh
 
 
 def _counter_spec() -> str | None:
-    if "TIKTOKEN_CACHE_DIR" not in os.environ:
-        try:
-            import llama_index.core
-        except ImportError:
-            return None
-        cache = Path(llama_index.core.__file__).parent / "_static" / "tiktoken_cache"
-        if not cache.is_dir():
-            return None
-        os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
-    return "tiktoken:cl100k_base"
+    return "tiktoken:cl100k_base" if use_bundled_tiktoken_files() else None
 
 
 async def _measure(store: DocumentStore, settings: ServerSettings) -> None:

@@ -17,7 +17,6 @@ into an embedded Chroma store with the offline `hashing` embedding. Then:
 from __future__ import annotations
 
 import logging
-import os
 import runpy
 import sys
 import sysconfig
@@ -26,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ragbudget import TokenCounter, get_counter
+from ragbudget import TokenCounter, get_counter, use_bundled_tiktoken_files
 from ragbudget.store import DocumentStore, SearchResponse
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
@@ -37,15 +36,7 @@ BOMB = STDLIB / "pydoc_data" / "topics.py"
 def _counter() -> TokenCounter:
     """An exact counter when tiktoken's files are here (llama-index-core ships them), else the
     estimate: the budget holds for whichever counter the store uses."""
-    if "TIKTOKEN_CACHE_DIR" not in os.environ:
-        try:
-            import llama_index.core
-
-            cache = Path(llama_index.core.__file__).parent / "_static" / "tiktoken_cache"
-            if cache.is_dir():
-                os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
-        except ImportError:
-            pass
+    use_bundled_tiktoken_files()
     try:
         return get_counter("tiktoken:cl100k_base")
     except (ImportError, RuntimeError):

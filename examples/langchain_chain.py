@@ -15,7 +15,6 @@ import hashlib
 import inspect
 import logging
 import math
-import os
 import re
 import sys
 import sysconfig
@@ -32,7 +31,7 @@ from langchain_core.prompts import ChatPromptTemplate, PromptTemplate, format_do
 from langchain_core.runnables import Runnable, RunnablePassthrough, chain
 from langchain_core.vectorstores import InMemoryVectorStore
 from langchain_ragbudget import TRUNCATION_EVENT, TokenBudgetCompressor
-from ragbudget import TruncationInfo, get_counter
+from ragbudget import TruncationInfo, get_counter, use_bundled_tiktoken_files
 
 QUESTION = "How do I parse command line options and arguments?"
 DOCUMENT_PROMPT = PromptTemplate.from_template("[{source}]\n{page_content}")
@@ -160,15 +159,7 @@ def main(question: str = QUESTION, max_tokens: int = 1000) -> dict[str, Any]:
 
 def _offline_tiktoken() -> None:
     """tiktoken downloads its BPE files on first use; llama-index-core ships cl100k_base."""
-    if "TIKTOKEN_CACHE_DIR" in os.environ:
-        return
-    try:
-        import llama_index.core
-    except ImportError:
-        return
-    cache = Path(llama_index.core.__file__).parent / "_static" / "tiktoken_cache"
-    if cache.is_dir():
-        os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
+    use_bundled_tiktoken_files()
 
 
 if __name__ == "__main__":

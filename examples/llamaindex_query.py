@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import ast
 import math
-import os
 import re
 import sysconfig
 import zlib
 from pathlib import Path
 from typing import Any
 
-import llama_index.core
 from llama_index.core import Document, VectorStoreIndex
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
@@ -30,13 +28,11 @@ from llama_index.core.node_parser import TokenTextSplitter
 from llama_index.core.schema import MetadataMode
 from llama_index.postprocessor.ragbudget import TokenBudgetEvent, TokenBudgetPostprocessor
 from pydantic import Field
-from ragbudget import get_counter
+from ragbudget import get_counter, use_bundled_tiktoken_files
 
 # tiktoken downloads its BPE files on first use; llama-index-core ships cl100k_base, so point
 # tiktoken there when nothing else is set (this example runs offline).
-os.environ.setdefault(
-    "TIKTOKEN_CACHE_DIR", str(Path(llama_index.core.__file__).parent / "_static" / "tiktoken_cache")
-)
+use_bundled_tiktoken_files()
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 MODULES = ["json", "argparse", "statistics", "pickle", "difflib", "sched", "heapq", "csv"]

@@ -22,7 +22,7 @@ from typing import Any
 
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
-from ragbudget import get_counter
+from ragbudget import get_counter, use_bundled_tiktoken_files
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 QUERY = "how are comparison operators chained"
@@ -30,16 +30,7 @@ QUERY = "how are comparison operators chained"
 
 def _offline_tiktoken() -> str | None:
     """Point tiktoken at the BPE files llama-index-core ships, when present (no network)."""
-    if "TIKTOKEN_CACHE_DIR" not in os.environ:
-        try:
-            import llama_index.core
-        except ImportError:
-            return None
-        cache = Path(llama_index.core.__file__).parent / "_static" / "tiktoken_cache"
-        if not cache.is_dir():
-            return None
-        os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
-    return "tiktoken:cl100k_base"
+    return "tiktoken:cl100k_base" if use_bundled_tiktoken_files() else None
 
 
 def _serve_command() -> list[str]:

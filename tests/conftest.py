@@ -2,26 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import sysconfig
 from pathlib import Path
 
 import pytest
-
-
-def _tiktoken_cache() -> str | None:
-    try:
-        import llama_index.core
-    except ImportError:  # pragma: no cover
-        return None
-    path = Path(llama_index.core.__file__).parent / "_static" / "tiktoken_cache"
-    return str(path) if path.is_dir() else None
-
+from ragbudget import use_bundled_tiktoken_files
 
 # tiktoken downloads its BPE files on first use; llama-index-core ships cl100k_base and
 # o200k_base, which is what the tests use (the machine has no network).
-if "TIKTOKEN_CACHE_DIR" not in os.environ and (_cache := _tiktoken_cache()):
-    os.environ["TIKTOKEN_CACHE_DIR"] = _cache
+use_bundled_tiktoken_files()
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 

@@ -16,7 +16,6 @@ import argparse
 import gzip
 import importlib
 import json
-import os
 import random
 import re
 import sys
@@ -32,7 +31,7 @@ import fit  # noqa: E402
 import numpy as np  # noqa: E402
 import report  # noqa: E402
 import tiktoken  # noqa: E402
-from ragbudget import _estimate, _estimate_data  # noqa: E402
+from ragbudget import _estimate, _estimate_data, use_bundled_tiktoken_files  # noqa: E402
 
 ENCODINGS = ("cl100k_base", "o200k_base")
 README = ROOT / "README.md"
@@ -41,11 +40,7 @@ SAMPLE_PER_FAMILY = 48
 
 
 def _tiktoken_offline() -> None:
-    if "TIKTOKEN_CACHE_DIR" not in os.environ:
-        import llama_index.core
-
-        cache = Path(llama_index.core.__file__).parent / "_static" / "tiktoken_cache"
-        os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
+    use_bundled_tiktoken_files()
 
 
 def _log(message: str) -> None:

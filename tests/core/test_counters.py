@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -141,3 +142,22 @@ def test_bad_specs_name_the_forms() -> None:
 
 def test_counters_are_cached() -> None:
     assert get_counter("chars:3") is get_counter("chars:3")
+
+
+def test_bundled_tiktoken_files(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import importlib.util
+
+    from ragbudget import use_bundled_tiktoken_files
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    assert use_bundled_tiktoken_files() is True
+    assert Path(os.environ["TIKTOKEN_CACHE_DIR"]) == tmp_path  # the caller's choice stands
+    monkeypatch.delenv("TIKTOKEN_CACHE_DIR")
+    assert use_bundled_tiktoken_files() is True
+    cache = Path(os.environ["TIKTOKEN_CACHE_DIR"])
+    assert cache.parts[-2:] == ("_static", "tiktoken_cache")
+    assert len(list(cache.iterdir())) >= 2  # cl100k_base and o200k_base
+    monkeypatch.delenv("TIKTOKEN_CACHE_DIR")
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    assert use_bundled_tiktoken_files() is False
+    assert "TIKTOKEN_CACHE_DIR" not in os.environ

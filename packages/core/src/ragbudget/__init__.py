@@ -18,6 +18,7 @@ from ragbudget.counters import (
     TokenCounter,
     count_many,
     get_counter,
+    use_bundled_tiktoken_files,
 )
 from ragbudget.models import BudgetResult, Chunk, TruncationInfo
 from ragbudget.truncate import TextTruncation, truncate_head, truncate_tail
@@ -44,5 +45,6 @@ __all__ = [
     "rank_chunks",
     "truncate_head",
     "truncate_tail",
+    "use_bundled_tiktoken_files",
 ]
 __version__ = "0.1.0"

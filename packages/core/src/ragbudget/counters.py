@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Callable, Sequence
 from functools import lru_cache
@@ -21,6 +22,7 @@ __all__ = [
     "TokenCounter",
     "count_many",
     "get_counter",
+    "use_bundled_tiktoken_files",
 ]
 
 
@@ -125,6 +127,24 @@ _TIKTOKEN_HELP = (
     "first use; offline, set TIKTOKEN_CACHE_DIR to a folder that holds them (llama-index-core "
     "ships cl100k_base and o200k_base in llama_index/core/_static/tiktoken_cache)."
 )
+
+
+def use_bundled_tiktoken_files() -> bool:
+    """Point tiktoken at the BPE files llama-index-core ships (cl100k_base, o200k_base) when
+    `TIKTOKEN_CACHE_DIR` is not set, so tiktoken counters work offline. True when the variable
+    is set (by the caller or here). llama-index-core is located, not imported."""
+    if "TIKTOKEN_CACHE_DIR" in os.environ:
+        return True
+    try:
+        spec = importlib.util.find_spec("llama_index.core")
+    except ImportError:
+        return False
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        cache = Path(location) / "_static" / "tiktoken_cache"
+        if cache.is_dir():
+            os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
+            return True
+    return False
 
 
 class TiktokenCounter:
