@@ -333,3 +333,25 @@ def test_logging(caplog: pytest.LogCaptureFixture) -> None:
     caplog.clear()
     fit([Chunk(id="a", text="x" * 10)], 100, counter="chars:1")
     assert not [r for r in caplog.records if r.name == "ragbudget"]
+
+
+def test_stop_counts_only_down_to_the_first_misfit() -> None:
+    """1,000 retrieved chunks into a budget that holds five: "stop" counts six of them, the
+    chunks behind the first misfit are dropped uncounted; "fill" has to count them all."""
+    counted: list[str] = []
+
+    def spy(text: str) -> int:
+        counted.append(text)
+        return len(text.split())
+
+    chunks = [Chunk(id=f"c{i}", text=f"chunk {i} " + "word " * 8, score=-i) for i in range(1000)]
+    result = fit(chunks, 50, counter=spy)
+    assert [c.id for c in result.chunks] == ["c0", "c1", "c2", "c3", "c4"]
+    assert result.info.dropped_ids == [f"c{i}" for i in range(5, 1000)]
+    assert result.info.next_offset == 5
+    assert len(counted) == 6
+
+    counted.clear()
+    filled = fit(chunks, 50, counter=spy, strategy="fill")
+    assert len(filled.chunks) == 5
+    assert len(counted) == 1000

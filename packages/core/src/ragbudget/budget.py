@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from ragbudget._cut import cut_to_tokens
-from ragbudget.counters import CounterSpec, count_many, get_counter
+from ragbudget.counters import CounterSpec, TokenCounter, count_many, get_counter
 from ragbudget.models import BudgetResult, Chunk, TruncationInfo
 
 __all__ = ["CUT_MARKER", "Order", "Oversize", "Strategy", "fit", "rank_chunks"]
@@ -45,30 +45,34 @@ def _as_chunks(chunks: Iterable[Chunk | Mapping[str, Any]]) -> list[Chunk]:
         msg = f"chunks must be an iterable of Chunk, got {type(chunks).__name__}"
         raise TypeError(msg)
     out: list[Chunk] = []
-    seen: set[str] = set()
     for i, item in enumerate(chunks):
         if isinstance(item, Chunk):
-            chunk = item
+            out.append(item)
         elif isinstance(item, Mapping):
-            chunk = Chunk.model_validate(item)
+            out.append(Chunk.model_validate(item))
         else:
             msg = f"chunks[{i}] must be a Chunk or a mapping, got {type(item).__name__}"
             raise TypeError(msg)
-        if chunk.id in seen:
-            msg = f"chunks[{i}] repeats id {chunk.id!r}: ids must be unique within one fit"
-            raise ValueError(msg)
-        seen.add(chunk.id)
-        out.append(chunk)
+    ids = [chunk.id for chunk in out]
+    if len(set(ids)) < len(ids):
+        seen: set[str] = set()
+        for i, chunk_id in enumerate(ids):
+            if chunk_id in seen:
+                msg = f"chunks[{i}] repeats id {chunk_id!r}: ids must be unique within one fit"
+                raise ValueError(msg)
+            seen.add(chunk_id)
     return out
 
 
 def rank_chunks(chunks: list[Chunk]) -> list[int]:
     """Input indices, best first: highest score first, ties and unscored in input order,
     unscored after scored."""
-    return sorted(
-        range(len(chunks)),
-        key=lambda i: (chunks[i].score is None, -(chunks[i].score or 0.0), i),
-    )
+    scores = [chunk.score for chunk in chunks]
+    # sorted() is stable: equal keys keep input order.
+    if None not in scores:
+        return sorted(range(len(scores)), key=[-(s or 0.0) for s in scores].__getitem__)
+    keys = [(s is None, -(s or 0.0)) for s in scores]
+    return sorted(range(len(scores)), key=keys.__getitem__)
 
 
 def fit(
@@ -100,47 +104,43 @@ def fit(
 
     ranking = rank_chunks(items)
     limit = max_tokens if max_tokens_per_chunk is None else min(max_tokens, max_tokens_per_chunk)
-    counts = count_many(tc, [c.text for c in items]) if max_tokens > 0 else [0] * len(items)
+    counts = _RankedCounts(tc, [items[idx].text for idx in ranking])
 
-    # 1. Oversized chunks: cut (a copy) or drop.
-    candidates: list[tuple[int, Chunk, int, bool]] = []  # (input index, chunk, tokens, cut)
+    # Down the ranking: an oversized chunk is cut (a copy) or dropped; the others are kept
+    # while they fit. With "stop", everything after the first misfit is dropped uncounted.
+    kept: list[tuple[int, Chunk, int, bool, int]] = []  # (input index, chunk, tokens, cut, rank)
     dropped: set[int] = set()
-    for idx in ranking:
-        chunk, n = items[idx], counts[idx]
-        if max_tokens == 0:
-            dropped.add(idx)
-            continue
-        if n <= limit:
-            candidates.append((idx, chunk, n, False))
-            continue
-        cut = None
-        if oversize == "truncate":
-            cut = cut_to_tokens(chunk.text, limit, tc, CUT_MARKER.format(limit=limit, total=n))
-        if cut is None:
-            dropped.add(idx)
-        else:
-            candidates.append((idx, chunk.model_copy(update={"text": cut}), tc.count(cut), True))
-
-    # 2. The budget over the ranked candidates.
-    kept: list[tuple[int, Chunk, int, bool]] = []
     used = 0
     next_rank: int | None = None
-    rank_of = {idx: r for r, idx in enumerate(ranking)}
-    for cand in candidates:
-        if used + cand[2] <= max_tokens and (strategy == "fill" or next_rank is None):
+    for rank, idx in enumerate(ranking):
+        if max_tokens == 0 or (strategy == "stop" and next_rank is not None):
+            dropped.add(idx)
+            continue
+        chunk, n = items[idx], counts[rank]
+        cand = (idx, chunk, n, False, rank)
+        if n > limit:
+            cut = None
+            if oversize == "truncate":
+                marker = CUT_MARKER.format(limit=limit, total=n)
+                cut = cut_to_tokens(chunk.text, limit, tc, marker)
+            if cut is None:
+                dropped.add(idx)
+                continue
+            cand = (idx, chunk.model_copy(update={"text": cut}), tc.count(cut), True, rank)
+        if used + cand[2] <= max_tokens:
             kept.append(cand)
             used += cand[2]
             continue
-        dropped.add(cand[0])
+        dropped.add(idx)
         if next_rank is None:
-            next_rank = rank_of[cand[0]]
+            next_rank = rank
     if next_rank is None and max_tokens == 0 and items:
         next_rank = 0
 
     if order == "original":
         kept.sort(key=lambda cand: cand[0])
     cut_ids = [c[1].id for c in kept if c[3]]
-    dropped_ids = [items[idx].id for idx in ranking if idx in dropped]
+    dropped_ids = [items[idx].id for idx in ranking if idx in dropped] if dropped else []
     info = TruncationInfo(
         truncated=bool(dropped_ids or cut_ids),
         reason="token_budget" if dropped_ids else ("chunk_cut" if cut_ids else None),
@@ -159,8 +159,33 @@ def fit(
         chunks=[c[1] for c in kept],
         info=info,
         tokens=[c[2] for c in kept],
-        ranks=[rank_of[c[0]] for c in kept],
+        ranks=[c[4] for c in kept],
     )
+
+
+class _RankedCounts:
+    """Token counts of texts in rank order, counted on first use in growing batches.
+
+    `fit(strategy="stop")` never looks past the first chunk that does not fit, so a budget
+    that holds 40 of 1,000 retrieved chunks counts about 40 of them, not 1,000. A counter with
+    a batch method (tiktoken's threads) gets batches of 8, then 16, up to 64 texts; any other
+    counter counts one text at a time, so nothing is counted in vain.
+    """
+
+    def __init__(self, counter: TokenCounter, texts: list[str]) -> None:
+        self._counter, self._texts = counter, texts
+        self._counts: list[int] = []
+        self._batch = 8 if getattr(counter, "count_batch", None) is not None else 1
+
+    def __getitem__(self, rank: int) -> int:
+        while rank >= len(self._counts):
+            if self._batch == 1:
+                self._counts.append(self._counter.count(self._texts[len(self._counts)]))
+                continue
+            start = len(self._counts)
+            self._counts += count_many(self._counter, self._texts[start : start + self._batch])
+            self._batch = min(2 * self._batch, 64)
+        return self._counts[rank]
 
 
 def _log(info: TruncationInfo) -> None:
