@@ -3,9 +3,10 @@
 Side by side in one run, on one store built from real code (parts of the Python standard
 library): `DocumentStore.search(q, limit=50, max_tokens=4000)` against
 `collection.query(query_texts=[q], n_results=50)` on the same collection. Goal: <= 1.15x.
-The budgeted search embeds the query the same way, then counts its rendered response once (and
-a couple of small envelope strings); chunk texts are not counted again, their token counts were
-stored at ingest.
+The budgeted search embeds the query the same way and asks Chroma for ids and distances only,
+then fetches texts and metadata for the ranked prefix the budget can reach (stored token counts
+say how far), and counts its rendered response once (and a couple of small envelope strings);
+chunk texts are not counted again, their token counts were stored at ingest.
 
 Run: make bench (or uv run --all-packages python benchmarks/bench_store.py [--quick])
 """

@@ -289,3 +289,57 @@ def test_escaping_heavy_text_never_overflows(
     assert (get_counter(counter) if counter else nasty_store.counter).count(
         page.to_text()
     ) <= max_tokens
+
+
+def test_search_fetches_only_what_the_budget_reaches(
+    stdlib_store: DocumentStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Texts and metadata are fetched for the ranked prefix the budget can reach, and the
+    response is the one a search that fetched all 50 records would give."""
+    from ragbudget.store import search as search_module
+
+    query = "decode a JSON document"
+    ranking = stdlib_store.collection.query(
+        query_embeddings=stdlib_store._backend.embed([query], query=True),
+        n_results=50,
+        include=["distances"],
+    )["ids"][0]
+    fetched: list[str] = []
+    records = DocumentStore._records
+
+    def spy(collection: object, ids: list[str]) -> dict[str, tuple[str, dict[str, object]]]:
+        fetched.extend(ids)
+        return records(collection, ids)
+
+    monkeypatch.setattr(DocumentStore, "_records", staticmethod(spy))
+    lean = stdlib_store.search(query, limit=50, max_tokens=1500)
+    k = lean.returned_count
+    assert lean.truncated and 1 <= k < 50
+    assert fetched == ranking[: len(fetched)] and k < len(fetched) < 50
+    assert [r.id for r in lean.results] == ranking[:k]
+    assert lean.truncation_info.dropped_ids == [ranking[k]]
+
+    fetched.clear()  # a first batch as large as the page: every record fetched
+    monkeypatch.setattr(search_module, "_TOKENS_PER_RESULT_GUESS", 1)
+    full = stdlib_store.search(query, limit=50, max_tokens=1500)
+    assert fetched == ranking
+    assert full.to_text() == lean.to_text()
+
+
+def test_records_deleted_after_the_query_are_skipped() -> None:
+    from ragbudget.store.search import fetch_ranked
+
+    docs = {f"r{i}": (f"text {i}", {"tokens": 50, "json_tokens": 50}) for i in range(10)}
+    asked: list[list[str]] = []
+
+    def fetch(ids: list[str]) -> dict[str, tuple[str, dict[str, object]]]:
+        asked.append(ids)
+        return {i: docs[i] for i in ids if i in docs and i != "r1"}  # r1 deleted meanwhile
+
+    ranked = [(f"r{i}", i / 10) for i in range(10)]
+    hits = fetch_ranked(ranked, fetch, max_tokens=150, concise=False)
+    assert [h.id for h in hits] == ["r0", "r2", "r3", "r4", "r5", "r6", "r7"]
+    assert asked == [["r0", "r1", "r2", "r3"], ["r4", "r5", "r6", "r7"]]
+    assert [h.id for h in fetch_ranked(ranked, fetch, max_tokens=150, concise=True)] == [
+        h for h, _ in ranked if h != "r1"
+    ]

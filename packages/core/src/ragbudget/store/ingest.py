@@ -14,6 +14,7 @@ end state is the same as an uninterrupted run's, with nothing lost and nothing d
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -130,6 +131,9 @@ def plan_records(
             "chunk_index": index,
             "chunk_count": len(chunks),
             "tokens": chunk.tokens,
+            # the text as the JSON of a search response carries it (escaped): lets a search
+            # size its response from stored counts before its one count of the whole
+            "json_tokens": counter.count(json.dumps(document, ensure_ascii=False)[1:-1]),
             "counter": counter.name,
             "file_hash": fhash,
         }

@@ -1,15 +1,18 @@
 """Budgeted search responses: the rendered JSON a model reads stays within `max_tokens`.
 
 The budget covers the whole response as `SearchResponse.to_text()` renders it: the envelope,
-field names, ids, the notice and the truncation report, not just chunk texts. Stored token counts
-(when the counter is the store's) give a first guess of how many ranked results fit; one count of
-the rendered response checks it (and a few more only when the guess was off). A top result that
-does not fit on its own is cut at a good boundary with a visible marker, never sent whole.
+field names, ids, the notice and the truncation report, not just chunk texts. Records are
+fetched only as far down the ranking as the budget can reach (`fetch_ranked`). Stored token
+counts (when the counter is the store's) give a first guess of how many ranked results fit; one
+count of the rendered response checks it (and a few more only when the guess was off). A top
+result that does not fit on its own is cut at a good boundary with a visible marker, never sent
+whole.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +24,7 @@ from ragbudget.store.embedding import features
 from ragbudget.store.errors import StoreError
 from ragbudget.store.models import SearchResponse, SearchResult
 
-__all__ = ["Hit", "budget_response", "snippet"]
+__all__ = ["Hit", "budget_response", "fetch_ranked", "snippet"]
 
 _SNIPPET_LINES = 3
 _SNIPPET_CHARS = 240
@@ -35,6 +38,50 @@ class Hit:
     document: str
     metadata: dict[str, Any]
     distance: float
+
+
+Fetch = Callable[[list[str]], dict[str, tuple[str, dict[str, Any]]]]
+"""Ids -> {id: (document, metadata)} for those that still exist."""
+
+_TOKENS_PER_RESULT_GUESS = 300  # sizes the first fetch before any stored count is seen
+_FIELDS_GUESS = 40  # a result's fields around its text, in tokens
+
+
+def fetch_ranked(
+    ranked: Sequence[tuple[str, float]], fetch: Fetch, *, max_tokens: int, concise: bool
+) -> list[Hit]:
+    """Hits for the ranked `(id, distance)` pairs, fetched only as far down as the budget reaches.
+
+    Texts and metadata are most of a Chroma query's cost (a bare nearest-neighbour search is
+    a fifth of it), and a budget keeps only a ranked prefix: so the search asks Chroma for ids
+    and distances, then fetches records in growing batches until the stored token counts of
+    the fetched ones pass the budget by a margin (a quarter, and two results), enough for the
+    budget to find its first misfit among them. Concise snippets are short: all are fetched.
+    Records deleted since the query (a concurrent ingest) are skipped.
+    """
+    if concise:
+        batch = len(ranked)
+    else:
+        batch = min(
+            len(ranked), max(4, math.ceil(1.25 * max_tokens / _TOKENS_PER_RESULT_GUESS) + 2)
+        )
+    hits: list[Hit] = []
+    guess: list[int] = []
+    done = 0
+    while done < len(ranked):
+        part = ranked[done : done + batch]
+        records = fetch([i for i, _ in part])
+        for id_, distance in part:
+            if id_ in records:
+                document, meta = records[id_]
+                hits.append(Hit(id_, document, meta, distance))
+                n = meta.get("json_tokens", meta.get("tokens"))
+                guess.append((n if isinstance(n, int) else len(document) // 2) + _FIELDS_GUESS)
+        done += len(part)
+        if sum(guess) >= 1.25 * max_tokens + 2 * max(guess, default=0):
+            break
+        batch = done  # double what was fetched
+    return hits
 
 
 def _query_words(query: str) -> list[str]:
@@ -168,41 +215,47 @@ def _count_until(counter: TokenCounter, texts: list[str], budget: int) -> list[i
 
 def _to_results(
     hits: Sequence[Hit], counter: TokenCounter, *, concise: bool, query: str, budget: int
-) -> tuple[list[SearchResult], list[int]]:
+) -> tuple[list[SearchResult], list[int], list[int]]:
+    """The results, each text's token count, and a guess of what each costs inside the JSON
+    (escaped), from the counts stored at ingest when they are in `counter`."""
     words = _query_words(query) if concise else []
     texts: list[str] = []
-    results: list[SearchResult] = []
+    spans: list[tuple[int, int]] = []
     for hit in hits:
-        meta = hit.metadata
-        start, end = int(meta["start_line"]), int(meta["end_line"])
+        start, end = int(hit.metadata["start_line"]), int(hit.metadata["end_line"])
         text = hit.document
         if concise:
             text, start, end = snippet(text, start, words)
         texts.append(text)
-        results.append(
-            SearchResult(
-                id=hit.id,
-                source=str(meta["source"]),
-                start_line=start,
-                end_line=end,
-                score=None if concise else round(1.0 - hit.distance, 4),
-                text=text,
-            )
-        )
+        spans.append((start, end))
     stored = [h.metadata.get("tokens") for h in hits]
     if not concise and all(
         isinstance(n, int) and h.metadata.get("counter") == counter.name
         for n, h in zip(stored, hits, strict=True)
     ):
         tokens = [int(n) for n in stored if isinstance(n, int)]  # counted at ingest
+        escaped = [h.metadata.get("json_tokens") for h in hits]
+        if all(isinstance(n, int) for n in escaped):
+            in_json = [int(n) for n in escaped if isinstance(n, int)]
+        else:  # stored before ingest kept the escaped count
+            in_json = [n + _escapes(t) for n, t in zip(tokens, texts, strict=True)]
     else:
         tokens = _count_until(counter, texts, budget)
-    if not concise:
-        results = [
-            r.model_copy(update={"tokens": n, "cut": False})
-            for r, n in zip(results, tokens, strict=True)
-        ]
-    return results, tokens
+        in_json = [n + _escapes(t) for n, t in zip(tokens, texts, strict=True)]
+    results = [
+        SearchResult(
+            id=hit.id,
+            source=str(hit.metadata["source"]),
+            start_line=start,
+            end_line=end,
+            score=None if concise else round(1.0 - hit.distance, 4),
+            text=text,
+            tokens=None if concise else n,
+            cut=None if concise else False,
+        )
+        for hit, text, (start, end), n in zip(hits, texts, spans, tokens, strict=True)
+    ]
+    return results, tokens, in_json
 
 
 def budget_response(
@@ -216,7 +269,9 @@ def budget_response(
     concise: bool,
 ) -> SearchResponse:
     """The best-ranked prefix of `hits` whose rendered response counts at most `max_tokens`."""
-    results, raw = _to_results(hits, counter, concise=concise, query=query, budget=max_tokens)
+    results, raw, in_json = _to_results(
+        hits, counter, concise=concise, query=query, budget=max_tokens
+    )
     page = _Page(
         results, raw, offset=offset, total_count=total_count, max_tokens=max_tokens, counter=counter
     )
@@ -231,12 +286,13 @@ def budget_response(
             )
             raise StoreError(msg)
         return empty
-    # A first guess from stored counts: the text, what JSON escaping adds, and the fields
-    # around it (one result's skeleton counted once); then the rendered response is counted.
+    # A guess from stored counts: each text as escaped in JSON plus the fields around it (one
+    # result's skeleton counted once), over the envelope of a response without results. Then
+    # one count of the rendered response decides; a wrong guess costs one more count or two.
     base = page.size(page.assemble(0))
     skeleton = results[0].model_copy(update={"text": ""}).model_dump_json(exclude_none=True)
     per_result = counter.count(skeleton) + 1
-    cost = [raw[i] + _escapes(results[i].text) + per_result for i in range(n)]
+    cost = [in_json[i] + per_result for i in range(n)]
     k, room = 0, max_tokens - base
     while k < n and cost[k] <= room:
         room -= cost[k]
@@ -244,11 +300,14 @@ def budget_response(
     if k:
         best = page.assemble(k)
         size = page.size(best)
-        while size > max_tokens and k > 0:  # the guess was off: step back
-            k -= 1
+        while size > max_tokens and k > 0:  # the guess was off: drop enough, count again
+            over = size - max_tokens
+            while k > 0 and over > 0:
+                k -= 1
+                over -= cost[k]
             best = page.assemble(k)
             size = page.size(best)
-        while 0 < k < n and size + cost[k] - per_result // 2 <= max_tokens:
+        while 0 < k < n and size + cost[k] <= max_tokens:
             grown = page.assemble(k + 1)  # the guess left room: try one more
             grown_size = page.size(grown)
             if grown_size > max_tokens:

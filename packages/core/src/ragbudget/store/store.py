@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections.abc import Callable, Sequence
@@ -22,7 +23,7 @@ from ragbudget.store.models import (
     StoreStats,
 )
 from ragbudget.store.reading import budget_read, rebuild_text
-from ragbudget.store.search import Hit, budget_response
+from ragbudget.store.search import Hit, budget_response, fetch_ranked
 
 __all__ = ["DEFAULT_PATH", "DocumentStore"]
 
@@ -313,17 +314,26 @@ class DocumentStore:
                 query_embeddings=self._backend.embed([query], query=True),
                 n_results=n,
                 where=where,
-                include=["documents", "metadatas", "distances"],
+                include=["distances"],
             )
-            rows = zip(
-                found["ids"][0], found["documents"][0], found["metadatas"][0],
-                found["distances"][0], strict=True,
-            )  # fmt: skip
-            hits = [Hit(i, d or "", dict(m or {}), float(s)) for i, d, m, s in rows][offset:]
+            ranked = list(zip(found["ids"][0], map(float, found["distances"][0]), strict=True))
+            hits = fetch_ranked(
+                ranked[offset:],
+                functools.partial(self._records, collection),
+                max_tokens=max_tokens,
+                concise=bool(concise),
+            )
         return budget_response(
             hits, query=query, offset=offset, total_count=total, max_tokens=max_tokens,
             counter=tc, concise=bool(concise),
         )  # fmt: skip
+
+    @staticmethod
+    def _records(collection: Any, ids: list[str]) -> dict[str, tuple[str, dict[str, Any]]]:
+        """{id: (document, metadata)} of the records among `ids` that exist."""
+        got = collection.get(ids=ids, include=["documents", "metadatas"])
+        rows = zip(got["ids"], got["documents"] or [], got["metadatas"] or [], strict=True)
+        return {i: (d or "", dict(m or {})) for i, d, m in rows}
 
     def _where(self, file_type: str | None, directory: str | None) -> dict[str, Any] | None:
         clauses: list[dict[str, Any]] = []
