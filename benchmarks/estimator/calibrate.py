@@ -50,16 +50,16 @@ def _log(message: str) -> None:
 def refit(chunks: list[corpus.Chunk], truth: dict[str, list[int]], encs: dict[str, object]) -> None:
     global _estimate
     t0 = time.perf_counter()
-    vocab = fit.build_vocabulary(chunks, encs)
+    words, vocab = fit.build_vocabulary(chunks, encs)
     families = np.array([c.family for c in chunks])
     fit_mask = np.array([c.split == "fit" for c in chunks])
     ys = {e: np.array(truth[e], dtype=float) for e in ENCODINGS}
     ys[_estimate.DEFAULT_TARGET] = np.maximum(*ys.values())
     weights = {}
     for target, y in ys.items():
-        x = fit.feature_matrix(chunks, _estimate.Vocabulary.build(*vocab[target]))
+        x = fit.feature_matrix(chunks, _estimate.Vocabulary.build(words, *vocab[target]))
         weights[target] = fit.fit_weights(x, y, families, fit_mask)
-    fit.write_data_module(vocab, weights)
+    fit.write_data_module(words, vocab, weights)
     importlib.reload(_estimate_data)
     _estimate = importlib.reload(_estimate)
     _log(f"refit and wrote {fit.DATA_MODULE} in {time.perf_counter() - t0:.0f}s")

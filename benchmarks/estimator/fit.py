@@ -22,7 +22,9 @@ from corpus import FAMILIES, Chunk
 from ragbudget import _estimate
 
 DATA_MODULE = Path(_estimate.__file__).with_name("_estimate_data.py")
-VOCAB_WORDS = 16000
+VOCAB_WORDS = 32000
+MIN_COUNT = 3
+MAX_WORD_TOKENS = 6
 ALPHA = 64.0
 MARGIN = 0.085
 ITERATIONS = 12
@@ -35,23 +37,28 @@ def _words(text: str) -> list[bytes]:
 
 def build_vocabulary(
     chunks: Sequence[Chunk], encodings: dict[str, Any]
-) -> dict[str, tuple[list[str], str]]:
-    """target -> (whole words by frequency, single-token CJK characters)."""
+) -> tuple[list[str], dict[str, tuple[list[int], str]]]:
+    """(frequent words, target -> (their token counts after a space, single-token CJK chars))."""
     freq: Counter[bytes] = Counter()
     for chunk in chunks:
         if chunk.split == "fit":
             freq.update(_words(chunk.text))
-    out = {}
+    words: list[str] = []
+    tokens: dict[str, list[int]] = {target: [] for target in encodings}
+    for raw, count in freq.most_common():
+        if len(words) == VOCAB_WORDS or count < MIN_COUNT:
+            break
+        word = raw.decode("utf-8", errors="replace")
+        if word.split() != [word] or "\ufffd" in word:
+            continue
+        counts = {t: len(enc.encode_ordinary(" " + word)) for t, enc in encodings.items()}
+        if max(counts.values()) > MAX_WORD_TOKENS:
+            continue
+        words.append(word)
+        for target, n in counts.items():
+            tokens[target].append(n)
+    out: dict[str, tuple[list[int], str]] = {}
     for target, enc in encodings.items():
-        words = []
-        for raw, _ in freq.most_common(VOCAB_WORDS * 5):
-            word = raw.decode("utf-8", errors="replace")
-            if " " in word or "\ufffd" in word:
-                continue
-            if len(enc.encode_ordinary(word)) == 1 and len(enc.encode_ordinary(" " + word)) == 1:
-                words.append(word)
-                if len(words) == VOCAB_WORDS:
-                    break
         cjk = []
         for token in range(enc.n_vocab):
             try:
@@ -60,16 +67,14 @@ def build_vocabulary(
                 continue
             if len(text) == 1 and ord(text) >= 0x2E80:
                 cjk.append(text)
-        out[target] = (words, "".join(sorted(set(cjk))))
-    # The default target ("max") knows only what every encoding knows.
-    common = set.intersection(*(set(words) for words, _ in out.values()))
-    first = next(iter(out.values()))
+        out[target] = (tokens[target], "".join(sorted(set(cjk))))
+    # The default target ("max"): the larger count, and only what every encoding knows.
     cjk_common = set.intersection(*(set(chars) for _, chars in out.values()))
     out[_estimate.DEFAULT_TARGET] = (
-        [w for w in first[0] if w in common],
+        list(map(max, *tokens.values())),
         "".join(sorted(cjk_common)),
     )
-    return out
+    return words, out
 
 
 def feature_matrix(chunks: Sequence[Chunk], vocab: _estimate.Vocabulary) -> np.ndarray:
@@ -98,7 +103,7 @@ def fit_weights(x: np.ndarray, y: np.ndarray, families: np.ndarray, fit: np.ndar
     return coef * scale
 
 
-def _wrap_string(value: str, indent: int, *, by_words: bool) -> str:
+def _wrap_string(value: str, indent: int, *, by_words: bool, width: int = 36) -> str:
     """A long string literal as implicitly concatenated lines of at most ~90 characters."""
     pad = " " * (indent + 4)
     pieces: list[str] = []
@@ -112,12 +117,13 @@ def _wrap_string(value: str, indent: int, *, by_words: bool) -> str:
             line += word + " "
         pieces.append(line.rstrip())
     else:
-        pieces = [value[i : i + 36] for i in range(0, len(value), 36)]
+        pieces = [value[i : i + width] for i in range(0, len(value), width)]
     return "(\n" + "".join(f"{pad}{piece!r}\n" for piece in pieces) + " " * indent + ")"
 
 
 def write_data_module(
-    vocab: dict[str, tuple[list[str], str]],
+    words: list[str],
+    vocab: dict[str, tuple[list[int], str]],
     weights: dict[str, np.ndarray],
     path: Path = DATA_MODULE,
 ) -> None:
@@ -140,9 +146,18 @@ def write_data_module(
             for v, n in zip(coef, _estimate.FEATURE_NAMES, strict=True)
         ]
         lines.append("    ),")
-    lines += ["}", "", "WORDS: dict[str, str] = {"]
-    for target, (words, _) in vocab.items():
-        lines.append(f"    {target!r}: {_wrap_string(' '.join(words), 4, by_words=True)},")
+    lines += [
+        "}",
+        "",
+        "# The most frequent words of the calibration corpus, separated by single spaces.",
+        f"WORDS = {_wrap_string(' '.join(words), 0, by_words=True)}",
+        "",
+        "# Per encoding: each word's token count after a space, one digit per word.",
+        "TOKENS: dict[str, str] = {",
+    ]
+    for target in _estimate.TARGETS:
+        digits = "".join(map(str, vocab[target][0]))
+        lines.append(f"    {target!r}: {_wrap_string(digits, 4, by_words=False, width=80)},")
     lines += ["}", "", "CJK: dict[str, str] = {"]
     for target, (_, cjk) in vocab.items():
         lines.append(f"    {target!r}: {_wrap_string(cjk, 4, by_words=False)},")

@@ -207,20 +207,27 @@ def _rare_cjk_pattern(single: str) -> re.Pattern[str]:
 
 @dataclass(frozen=True)
 class Vocabulary:
-    """What one target knows: words it keeps whole, CJK characters that are single tokens."""
+    """What one target knows: frequent words with their token counts (after a space), and the
+    CJK characters that are single tokens."""
 
-    words: frozenset[bytes]
+    words: dict[bytes, int]
     rare_cjk: re.Pattern[str]
 
     @classmethod
-    def build(cls, words: Iterable[str], cjk_chars: str) -> Vocabulary:
-        return cls(frozenset(w.encode() for w in words), _rare_cjk_pattern(cjk_chars))
+    def build(cls, words: Iterable[str], tokens: Iterable[int], cjk_chars: str) -> Vocabulary:
+        table = {w.encode(): n for w, n in zip(words, tokens, strict=True)}
+        return cls(table, _rare_cjk_pattern(cjk_chars))
 
 
 @functools.cache
 def vocabulary(target: str) -> Vocabulary:
     """The shipped vocabulary of `target` (DEFAULT_TARGET or one of TARGETS)."""
-    return Vocabulary.build(_data.WORDS[target].split(), _data.CJK[target])
+    words = _data.WORDS.split(" ")
+    if target == DEFAULT_TARGET:
+        tokens: Iterable[int] = map(max, *(map(int, _data.TOKENS[t]) for t in TARGETS))
+    else:
+        tokens = map(int, _data.TOKENS[target])
+    return Vocabulary.build(words, tokens, _data.CJK[target])
 
 
 FEATURE_NAMES: tuple[str, ...] = (
@@ -229,6 +236,8 @@ FEATURE_NAMES: tuple[str, ...] = (
     *(p.decode() for p in ASCII_PATTERNS),
     *(p.decode() for p in OTHER_PATTERNS),
     "known_words",
+    "known_tokens",
+    "known_bytes",
     "unknown_bytes",
     "cjk_rare",
     *(f"unknown_len_{n}" for n in range(1, LENGTH_BINS + 1)),
@@ -256,13 +265,16 @@ def features(text: str, vocab: Vocabulary) -> list[int]:
         has_cjk = any(map(classes.__contains__, _CJK_CLASSES))
         cjk = sum(map(len, vocab.rare_cjk.findall(text))) if has_cjk else 0
     words = data.translate(_WORD_TABLE).split()
-    unknown = list(filterfalse(vocab.words.__contains__, words))
+    table = vocab.words
+    known = list(filter(table.__contains__, words))
+    unknown = list(filterfalse(table.__contains__, words))
     other: list[bytes] = []
     if not ascii_only:
         other = list(filterfalse(bytes.isascii, unknown))
         unknown = list(filter(bytes.isascii, unknown))
     lengths = Counter(map(len, unknown))
-    row += (len(words) - len(unknown) - len(other), sum(map(len, unknown)), cjk)
+    row += (len(known), sum(map(table.__getitem__, known)), sum(map(len, known)))
+    row += (sum(map(len, unknown)), cjk)
     row += [lengths.get(n, 0) for n in range(1, LENGTH_BINS + 1)]
     row.append(len(unknown) - sum(row[-LENGTH_BINS:]))
     if other:
@@ -280,18 +292,20 @@ def features(text: str, vocab: Vocabulary) -> list[int]:
 class _Model:
     """One target's weights, folded for `estimate_tokens` (same sum as `features` x weights)."""
 
-    vocab: Vocabulary
+    rare_cjk: re.Pattern[str]
     per_byte: float
     per_char: float
     ascii: tuple[tuple[bytes, tuple[bytes, ...], tuple[float, ...]], ...]
     other: tuple[tuple[bytes, tuple[bytes, ...], tuple[float, ...]], ...]
-    known: float
-    unknown_bytes: float
+    # known word -> its whole contribution, minus the per-byte cost of an unknown word
+    # (which `estimate_tokens` adds for every word)
+    word_value: dict[bytes, float]
+    word_bytes: float  # per byte of every word (an unknown word's per-byte weight)
     cjk: float
     cost: dict[int, float]  # unknown ASCII word: weight of its length bin
     cost_more: float
-    other_bytes: float
-    other_cost: dict[int, float]
+    other_bytes: float  # non-ASCII unknown word: per-byte weight, minus the ASCII one
+    other_cost: dict[int, float]  # ... and its length bin weight (the ASCII one subtracted)
     other_cost_more: float
     constant: float
 
@@ -311,8 +325,12 @@ def _model(target: str) -> _Model:
         msg = "ragbudget._estimate_data is stale: run benchmarks/estimator/calibrate.py --fit"
         raise RuntimeError(msg)
     w = dict(zip(FEATURE_NAMES, _data.WEIGHTS[target], strict=True))
+    vocab = vocabulary(target)
+    known, per_token, per_byte = w["known_words"], w["known_tokens"], w["known_bytes"]
+    unknown_bytes = w["unknown_bytes"]
+    cost = {n: w[f"unknown_len_{n}"] for n in range(1, LENGTH_BINS + 1)}
     return _Model(
-        vocab=vocabulary(target),
+        rare_cjk=vocab.rare_cjk,
         per_byte=w["bytes"],
         per_char=w["chars"],
         ascii=tuple(
@@ -321,14 +339,20 @@ def _model(target: str) -> _Model:
         other=tuple(
             (cls, group, tuple(w[p.decode()] for p in group)) for cls, group in OTHER_GROUPS
         ),
-        known=w["known_words"],
-        unknown_bytes=w["unknown_bytes"],
+        word_value={
+            word: known + per_token * tokens + (per_byte - unknown_bytes) * len(word)
+            for word, tokens in vocab.words.items()
+        },
+        word_bytes=unknown_bytes,
         cjk=w["cjk_rare"],
-        cost={n: w[f"unknown_len_{n}"] for n in range(1, LENGTH_BINS + 1)},
+        cost=cost,
         cost_more=w["unknown_len_more"],
-        other_bytes=w["other_unknown_bytes"],
-        other_cost={n: w[f"other_unknown_len_{n}"] for n in range(1, OTHER_LENGTH_BINS + 1)},
-        other_cost_more=w["other_unknown_len_more"],
+        other_bytes=w["other_unknown_bytes"] - unknown_bytes,
+        other_cost={
+            n: w[f"other_unknown_len_{n}"] - cost.get(n, w["unknown_len_more"])
+            for n in range(1, OTHER_LENGTH_BINS + 1)
+        },
+        other_cost_more=w["other_unknown_len_more"] - w["unknown_len_more"],
         constant=w["constant"],
     )
 
@@ -354,9 +378,12 @@ def estimate_tokens(text: str, target: str = DEFAULT_TARGET) -> int:
     ascii_only = size == len(text)
     classes = data.translate(_CLASSES) if ascii_only else data.translate(_CLASSES, _CONTINUATION)
     words = data.translate(_WORD_TABLE).split()
-    unknown = list(filterfalse(m.vocab.words.__contains__, words))
+    lengths = list(map(len, words))
+    # every word: a known word's value, else the weight of its length bin; plus bytes
+    total = math.fsum(map(m.word_value.get, words, map(m.cost.get, lengths, repeat(m.cost_more))))
     parts = [
-        m.constant + m.per_byte * size + m.per_char * len(text),
+        m.constant + m.per_byte * size + m.per_char * len(text) + m.word_bytes * sum(lengths),
+        total,
     ]
     for cls, group, weights in m.ascii:
         if not cls or cls in classes:
@@ -366,17 +393,12 @@ def estimate_tokens(text: str, target: str = DEFAULT_TARGET) -> int:
             if cls in classes:
                 parts.append(math.fsum(map(mul, map(classes.count, group), weights)))
         if any(map(classes.__contains__, _CJK_CLASSES)):
-            parts.append(m.cjk * sum(map(len, m.vocab.rare_cjk.findall(text))))
-        other = list(filterfalse(bytes.isascii, unknown))
+            parts.append(m.cjk * sum(map(len, m.rare_cjk.findall(text))))
+        other = list(filterfalse(m.word_value.__contains__, filterfalse(bytes.isascii, words)))
         if other:
-            unknown = list(filter(bytes.isascii, unknown))
             lengths = list(map(len, other))
             parts.append(m.other_bytes * sum(lengths))
             parts.append(math.fsum(map(m.other_cost.get, lengths, repeat(m.other_cost_more))))
-            parts.append(m.known * -len(other))
-    lengths = list(map(len, unknown))
-    parts.append(m.known * (len(words) - len(unknown)) + m.unknown_bytes * sum(lengths))
-    parts.append(math.fsum(map(m.cost.get, lengths, repeat(m.cost_more))))
     raw = math.ceil(math.fsum(parts))
     # A floor for scripts and mixes the calibration corpus barely saw (e.g. Armenian after
     # digits), where the linear model can go absurdly low: no tokenizer we target averages
