@@ -190,8 +190,11 @@ def test_tiny_budget_is_an_error_that_names_the_minimum(stdlib_store: DocumentSt
     minimum = int(str(info.value).rsplit(">= ", 1)[1])
     response = stdlib_store.search("json", max_tokens=minimum, limit=5)
     assert stdlib_store.counter.count(response.to_text()) <= minimum
-    with pytest.raises(StoreError, match=r"max_tokens=5 .* use max_tokens >= \d+"):
+    with pytest.raises(StoreError, match=r"max_tokens=5 .* use max_tokens >= \d+") as info:
         stdlib_store.read("json/decoder.py", max_tokens=5)
+    minimum = int(str(info.value).rsplit(">= ", 1)[1])
+    page = stdlib_store.read("json/decoder.py", max_tokens=minimum)
+    assert stdlib_store.counter.count(page.to_text()) <= minimum
 
 
 @pytest.mark.parametrize(

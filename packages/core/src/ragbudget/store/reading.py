@@ -53,10 +53,10 @@ def budget_read(
         raise StoreError(msg)
     max_lines = limit if limit is not None else max(total - offset + 1, 1)
 
-    def respond(t: TextTruncation) -> ReadResponse:
+    def respond(t: TextTruncation, limit: int = max_tokens) -> ReadResponse:
         notice = None
         if t.truncated:
-            budget = "" if t.truncated_by == "lines" else f" ({max_tokens:,}-token budget)"
+            budget = "" if t.truncated_by == "lines" else f" ({limit:,}-token budget)"
             more = f". Use offset={t.next_offset} to continue" if t.next_offset else ""
             if t.partial_line:
                 line = t.start_line
@@ -83,6 +83,11 @@ def budget_read(
     shell = respond(nothing)
     floor = counter.count(shell.to_text())
     if floor > max_tokens:
+        for _ in range(8):  # the budget is written in the notice: the least one that fits itself
+            again = counter.count(respond(nothing, floor).to_text())
+            if again <= floor:
+                break
+            floor = again
         msg = (
             f"max_tokens={max_tokens} cannot hold even an empty read of {source}, which needs "
             f"{floor} tokens; use max_tokens >= {floor}"

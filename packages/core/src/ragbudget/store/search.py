@@ -280,6 +280,7 @@ def budget_response(
         empty = page.assemble(0)
         needed = page.size(empty)
         if needed > max_tokens:
+            needed = _minimum_budget(page, needed, lambda trial: trial.size(trial.assemble(0)))
             msg = (
                 f"max_tokens={max_tokens} cannot hold even an empty response here, which needs "
                 f"{needed} tokens; use max_tokens >= {needed}"
@@ -318,12 +319,8 @@ def budget_response(
     return _cut_first(page, results[0], raw[0])
 
 
-def _cut_first(page: _Page, first: SearchResult, total_tokens: int) -> SearchResponse:
-    """The top result cut to fit the budget with the rest of the response.
-
-    The smallest such response holds the cut marker alone; a budget below that is an error
-    that names the minimum.
-    """
+def _smallest(page: _Page, first: SearchResult, total_tokens: int) -> tuple[SearchResponse, str]:
+    """The smallest response with a top result: its text cut to the marker alone."""
     marker = CUT_MARKER.format(limit=page.max_tokens, total=total_tokens)
     placeholder = first.model_copy(
         update={
@@ -333,12 +330,39 @@ def _cut_first(page: _Page, first: SearchResult, total_tokens: int) -> SearchRes
             "cut": True if first.cut is not None else None,
         }
     )
-    smallest = page.assemble(1, cut=placeholder)
+    return page.assemble(1, cut=placeholder), marker
+
+
+def _minimum_budget(page: _Page, needed: int, smallest: Callable[[_Page], int]) -> int:
+    """The least budget whose own response fits: the budget is written in the response (the
+    notice, the cut marker), so a larger number can cost a token more."""
+    for _ in range(8):
+        trial = _Page(
+            page.results, page.raw_tokens, offset=page.offset, total_count=page.total,
+            max_tokens=needed, counter=page.counter,
+        )  # fmt: skip
+        again = smallest(trial)
+        if again <= needed:
+            break
+        needed = again
+    return needed
+
+
+def _cut_first(page: _Page, first: SearchResult, total_tokens: int) -> SearchResponse:
+    """The top result cut to fit the budget with the rest of the response.
+
+    The smallest such response holds the cut marker alone; a budget below that is an error
+    that names the minimum.
+    """
+    smallest, marker = _smallest(page, first, total_tokens)
     needed = page.size(smallest)
     if needed > page.max_tokens:
+        least = _minimum_budget(
+            page, needed, lambda trial: trial.size(_smallest(trial, first, total_tokens)[0])
+        )
         msg = (
             f"max_tokens={page.max_tokens} cannot hold even the top result cut to nothing, "
-            f"which needs {needed} tokens; use max_tokens >= {needed}"
+            f"which needs {least} tokens; use max_tokens >= {least}"
         )
         raise StoreError(msg)
     target = page.max_tokens - needed + page.counter.count(marker.lstrip())
