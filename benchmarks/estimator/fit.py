@@ -1,8 +1,9 @@
 """Fit the estimator on the `fit` split and write `ragbudget/_estimate_data.py`.
 
-1. Vocabulary: the most frequent words of the fit split that an encoding keeps whole (one
-   token, with or without a leading space), and the CJK characters that are single tokens in the
-   encoding's vocabulary.
+1. Vocabulary: the VOCAB_WORDS most frequent words of the fit split (seen MIN_COUNT times or
+   more, at most MAX_WORD_TOKENS tokens), each with its token count after a space in every
+   encoding (the default target takes the larger), and the CJK characters that are single
+   tokens in each encoding's vocabulary.
 2. Weights per target (each encoding, and "max": the larger of both counts) by asymmetric least
    squares on relative error (an expectile fit: under-counts weigh ALPHA times more than
    over-counts), every family weighted equally.

@@ -1,25 +1,32 @@
 """A dependency-free token estimate calibrated against byte-pair tokenizers (tiktoken).
 
-How it works, in three C-speed passes (no Python loop per character, word or match):
+How it works, in C-speed passes (no Python loop per character, word or match):
 
 1. Character classes. The text is UTF-8 encoded and `bytes.translate` maps every character to
    one class byte (lowercase, uppercase, digit, space, newline, underscore, rule punctuation
    like `-=*#~`, other punctuation; for non-ASCII characters, the UTF-8 lead byte tells the
    script: accented Latin, Greek, Cyrillic, Hebrew/Arabic, Indic, CJK punctuation and kana, Han,
    Hangul, fullwidth forms, emoji...). Continuation bytes are deleted, so the class string has
-   one byte per character. `bytes.count` of class n-grams then measures what a byte-pair
-   tokenizer reacts to: word starts, case changes (`aA`), digit groups (`000`), punctuation and
-   whitespace runs, indentation, script runs; `count(b"aaaaaaaa")` is the sum of
-   `floor(len / 8)` over lowercase runs, i.e. how long words get cut.
-2. Words. ASCII non-letters become spaces and `bytes.split` yields the words; a set lookup
-   (`filter(set.__contains__, words)`) tells words that a tokenizer keeps whole (the most
-   frequent single-token words of the calibration corpus) from rarer ones.
-3. CJK characters. One regex pass finds the kana, Han and Hangul characters that are not
-   single tokens in the target encoding (rare Han characters cost 2-3 tokens).
+   one byte per character. `bytes.count` of a few class n-grams then measures what a byte-pair
+   tokenizer reacts to beyond words: digit groups (`000`), punctuation, whitespace runs and
+   indentation, line breaks; the script classes are counted on the non-ASCII classes alone
+   (a short string unless the text is mostly non-ASCII).
+2. Words. ASCII non-letters become spaces and `bytes.split` yields the words. The vocabulary
+   holds the 32,000 most frequent words of the calibration corpus (English, code identifiers,
+   and the common words of every language in it) with each word's token count after a space
+   in the target encoding. One dict lookup per word adds a known word's fitted value (mostly
+   its true token count); every other word is priced by its length (a weight per length up to
+   24 bytes, a per-byte weight, and separate length weights for words with non-ASCII letters).
+   Known words' values are stored net of their length price, so both are plain sums over all
+   words. The lookup is what tells a Spanish or Russian text (frequent words of one or two
+   tokens) from a Finnish or Ukrainian one of the same shape.
+3. CJK characters. One regex pass over the non-ASCII characters counts the kana, Han and
+   Hangul characters that are not single tokens in the target encoding (rare Han characters
+   cost 2-3 tokens).
 
 The count is a linear combination of these features, with weights fitted per target encoding
 on a corpus of real text (`benchmarks/estimator/calibrate.py`), scaled so that under-counting
-stays rare, rounded up, and clamped to `[1, len(utf-8 bytes)]` for non-empty text (a
+stays rare, rounded up, and clamped to `[ceil(bytes / 8), bytes]` for non-empty text (a
 byte-level tokenizer never makes more tokens than bytes).
 """
 
@@ -114,53 +121,15 @@ def _pattern(spec: str) -> bytes:
     return spec.replace("~s", " ").replace("~n", "\n").replace("~t", "\t").encode()
 
 
-# Class n-grams (`~s` space, `~n` newline, `~t` tab or control); `----` counts the sum of
-# floor(len / 4) over runs of rule characters. Few, because every count is one pass.
-ASCII_PATTERNS: tuple[bytes, ...] = (
-    tuple(
-        map(
-            _pattern,
-            (
-                "a",
-                "A",
-                "0",
-                "_",
-                "-",
-                ".",
-                "aA",
-                "Aa",
-                "AA",
-                "AAAA",
-                "00",
-                "000",
-                "0000",
-                ".a",
-                "a.",
-            ),
-        )
-    )
-    + tuple(
-        map(
-            _pattern,
-            (
-                "a0",
-                "0a",
-                ".0",
-                "..",
-                "--",
-                "--------",
-                "----------------",
-                "~s",
-                "~s~s",
-                "~s~s~s~s",
-            ),
-        )
-    )
-    + tuple(
-        map(
-            _pattern,
-            ("~s~s~s~s~s~s~s~s", "~s0", "~s.", "~n", "~n~n", "~n~s", ".~n", "~t"),
-        )
+# Class n-grams (`~s` space, `~n` newline, `~t` tab or control); `~s~s~s~s` counts the sum of
+# floor(len / 4) over runs of spaces. Few, because every count is one pass.
+ASCII_PATTERNS: tuple[bytes, ...] = tuple(
+    map(
+        _pattern,
+        (
+            *("A", "0", "_", "-", ".", "00", "000", "..", "--"),
+            *("~s~s~s~s", "~s~s~s~s~s~s~s~s", "~s0", "~s.", "~n", "~n~n", "~n~s", ".~n", "~t"),
+        ),
     )
 )
 """Class n-grams counted in every text."""
@@ -168,20 +137,16 @@ ASCII_PATTERNS: tuple[bytes, ...] = (
 # Grouped by the class they need: a group is counted only when its class occurs at all.
 OTHER_GROUPS: tuple[tuple[bytes, tuple[bytes, ...]], ...] = tuple(
     (group[0].encode(), tuple(map(_pattern, group)))
-    for group in (
-        ("c", "cc", "cccc", "~sc", "c."),
-        ("g", "gg", "~sg"),
-        ("l", "al", "la"),
-        ("L", "La"),
-        ("e", "ee"),
-        *((cls,) for cls in "Smrixsjhkpf"),
-    )
+    for group in (("c", "c."), *((cls,) for cls in "glLeSmrixsjhkpf"))
 )
 """Class n-grams that only occur in text with non-ASCII characters."""
 
 OTHER_PATTERNS: tuple[bytes, ...] = tuple(p for _, group in OTHER_GROUPS for p in group)
 
 _ZEROS = (0,) * len(OTHER_PATTERNS)
+_OTHER_SINGLES = tuple(cls for cls, _ in OTHER_GROUPS)
+_ASCII_CLASSES = bytes(set(_CLASSES[:0x80]))
+_ASCII_BYTES = bytes(range(0x80))
 _CJK_CLASSES = (b"j", b"h", b"k")
 LENGTH_BINS = 24
 """Unknown ASCII words are counted by length: 1..LENGTH_BINS, and longer."""
@@ -191,7 +156,7 @@ _OTHER_ZEROS = (0,) * (OTHER_LENGTH_BINS + 2)
 
 
 def _rare_cjk_pattern(single: str) -> re.Pattern[str]:
-    """Runs of kana, Han and Hangul characters that are NOT single tokens."""
+    """Kana, Han and Hangul characters that are NOT single tokens."""
     cheap = set(single)
     spans: list[str] = []
     for low, high in ((0x3000, 0x9FFF), (0xAC00, 0xD7AF)):
@@ -202,7 +167,7 @@ def _rare_cjk_pattern(single: str) -> re.Pattern[str]:
             elif start is not None:
                 spans.append(f"{re.escape(chr(start))}-{re.escape(chr(point - 1))}")
                 start = None
-    return re.compile(f"[{''.join(spans)}]+")
+    return re.compile(f"[{''.join(spans)}]")
 
 
 @dataclass(frozen=True)
@@ -237,7 +202,6 @@ FEATURE_NAMES: tuple[str, ...] = (
     *(p.decode() for p in OTHER_PATTERNS),
     "known_words",
     "known_tokens",
-    "known_bytes",
     "unknown_bytes",
     "cjk_rare",
     *(f"unknown_len_{n}" for n in range(1, LENGTH_BINS + 1)),
@@ -263,7 +227,7 @@ def features(text: str, vocab: Vocabulary) -> list[int]:
         for cls, group in OTHER_GROUPS:
             row += map(classes.count, group) if cls in classes else (0,) * len(group)
         has_cjk = any(map(classes.__contains__, _CJK_CLASSES))
-        cjk = sum(map(len, vocab.rare_cjk.findall(text))) if has_cjk else 0
+        cjk = len(vocab.rare_cjk.findall(text)) if has_cjk else 0
     words = data.translate(_WORD_TABLE).split()
     table = vocab.words
     known = list(filter(table.__contains__, words))
@@ -273,7 +237,7 @@ def features(text: str, vocab: Vocabulary) -> list[int]:
         other = list(filterfalse(bytes.isascii, unknown))
         unknown = list(filter(bytes.isascii, unknown))
     lengths = Counter(map(len, unknown))
-    row += (len(known), sum(map(table.__getitem__, known)), sum(map(len, known)))
+    row += (len(known), sum(map(table.__getitem__, known)))
     row += (sum(map(len, unknown)), cjk)
     row += [lengths.get(n, 0) for n in range(1, LENGTH_BINS + 1)]
     row.append(len(unknown) - sum(row[-LENGTH_BINS:]))
@@ -296,7 +260,8 @@ class _Model:
     per_byte: float
     per_char: float
     ascii: tuple[tuple[bytes, tuple[bytes, ...], tuple[float, ...]], ...]
-    other: tuple[tuple[bytes, tuple[bytes, ...], tuple[float, ...]], ...]
+    other_singles: tuple[float, ...]  # weights of _OTHER_SINGLES
+    other: tuple[tuple[bytes, tuple[bytes, ...], tuple[float, ...]], ...]  # longer n-grams
     # known word -> its whole contribution, minus the per-byte cost of an unknown word
     # (which `estimate_tokens` adds for every word)
     word_value: dict[bytes, float]
@@ -326,9 +291,25 @@ def _model(target: str) -> _Model:
         raise RuntimeError(msg)
     w = dict(zip(FEATURE_NAMES, _data.WEIGHTS[target], strict=True))
     vocab = vocabulary(target)
-    known, per_token, per_byte = w["known_words"], w["known_tokens"], w["known_bytes"]
-    unknown_bytes = w["unknown_bytes"]
     cost = {n: w[f"unknown_len_{n}"] for n in range(1, LENGTH_BINS + 1)}
+    cost_more = w["unknown_len_more"]
+    other_cost = {
+        n: w[f"other_unknown_len_{n}"] - cost.get(n, cost_more)
+        for n in range(1, OTHER_LENGTH_BINS + 1)
+    }
+    other_cost_more = w["other_unknown_len_more"] - cost_more
+    unknown_bytes = w["unknown_bytes"]
+    other_bytes = w["other_unknown_bytes"] - unknown_bytes
+
+    def value(word: bytes, tokens: int) -> float:
+        """A known word's weight, minus what `estimate_tokens` adds for every word."""
+        size = len(word)
+        out = w["known_words"] + w["known_tokens"] * tokens
+        out -= cost.get(size, cost_more) + unknown_bytes * size
+        if not word.isascii():
+            out -= other_cost.get(size, other_cost_more) + other_bytes * size
+        return out
+
     return _Model(
         rare_cjk=vocab.rare_cjk,
         per_byte=w["bytes"],
@@ -336,23 +317,20 @@ def _model(target: str) -> _Model:
         ascii=tuple(
             (cls, group, tuple(w[p.decode()] for p in group)) for cls, group in _ascii_groups()
         ),
+        other_singles=tuple(w[cls.decode()] for cls in _OTHER_SINGLES),
         other=tuple(
-            (cls, group, tuple(w[p.decode()] for p in group)) for cls, group in OTHER_GROUPS
+            (cls, longer, tuple(w[p.decode()] for p in longer))
+            for cls, group in OTHER_GROUPS
+            if (longer := tuple(p for p in group if len(p) > 1))
         ),
-        word_value={
-            word: known + per_token * tokens + (per_byte - unknown_bytes) * len(word)
-            for word, tokens in vocab.words.items()
-        },
+        word_value={word: value(word, tokens) for word, tokens in vocab.words.items()},
         word_bytes=unknown_bytes,
         cjk=w["cjk_rare"],
         cost=cost,
-        cost_more=w["unknown_len_more"],
-        other_bytes=w["other_unknown_bytes"] - unknown_bytes,
-        other_cost={
-            n: w[f"other_unknown_len_{n}"] - cost.get(n, w["unknown_len_more"])
-            for n in range(1, OTHER_LENGTH_BINS + 1)
-        },
-        other_cost_more=w["other_unknown_len_more"] - w["unknown_len_more"],
+        cost_more=cost_more,
+        other_bytes=other_bytes,
+        other_cost=other_cost,
+        other_cost_more=other_cost_more,
         constant=w["constant"],
     )
 
@@ -377,29 +355,38 @@ def estimate_tokens(text: str, target: str = DEFAULT_TARGET) -> int:
     size = len(data)
     ascii_only = size == len(text)
     classes = data.translate(_CLASSES) if ascii_only else data.translate(_CLASSES, _CONTINUATION)
-    words = data.translate(_WORD_TABLE).split()
-    lengths = list(map(len, words))
-    # every word: a known word's value, else the weight of its length bin; plus bytes
-    total = math.fsum(map(m.word_value.get, words, map(m.cost.get, lengths, repeat(m.cost_more))))
+    letters = data.translate(_WORD_TABLE)
+    words = letters.split()
+    # Every word is priced as unknown by its length and bytes, and a known word's value corrects
+    # that to its own weight.
     parts = [
-        m.constant + m.per_byte * size + m.per_char * len(text) + m.word_bytes * sum(lengths),
-        total,
+        m.constant
+        + m.per_byte * size
+        + m.per_char * len(text)
+        + m.word_bytes * (len(letters) - letters.count(b" ")),
+        sum(map(m.word_value.get, words, repeat(0.0))),
+        sum(map(m.cost.get, map(len, words), repeat(m.cost_more))),
     ]
     for cls, group, weights in m.ascii:
         if not cls or cls in classes:
-            parts.append(math.fsum(map(mul, map(classes.count, group), weights)))
+            parts.append(sum(map(mul, map(classes.count, group), weights)))
     if not ascii_only:
+        # the classes of non-ASCII characters alone: short unless the text is mostly non-ASCII
+        scripts = classes.translate(None, _ASCII_CLASSES)
+        parts.append(sum(map(mul, map(scripts.count, _OTHER_SINGLES), m.other_singles)))
         for cls, group, weights in m.other:
-            if cls in classes:
-                parts.append(math.fsum(map(mul, map(classes.count, group), weights)))
-        if any(map(classes.__contains__, _CJK_CLASSES)):
-            parts.append(m.cjk * sum(map(len, m.rare_cjk.findall(text))))
-        other = list(filterfalse(m.word_value.__contains__, filterfalse(bytes.isascii, words)))
+            if cls in scripts:
+                parts.append(sum(map(mul, map(classes.count, group), weights)))
+        if any(map(scripts.__contains__, _CJK_CLASSES)):
+            # the regex scans only the non-ASCII characters (UTF-8 minus its ASCII bytes)
+            wide = data.translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass")
+            parts.append(m.cjk * len(m.rare_cjk.findall(wide)))
+        other = list(filterfalse(bytes.isascii, words))
         if other:
             lengths = list(map(len, other))
             parts.append(m.other_bytes * sum(lengths))
-            parts.append(math.fsum(map(m.other_cost.get, lengths, repeat(m.other_cost_more))))
-    raw = math.ceil(math.fsum(parts))
+            parts.append(sum(map(m.other_cost.get, lengths, repeat(m.other_cost_more))))
+    raw = math.ceil(sum(parts))
     # A floor for scripts and mixes the calibration corpus barely saw (e.g. Armenian after
     # digits), where the linear model can go absurdly low: no tokenizer we target averages
     # more than 8 UTF-8 bytes a token outside long whitespace runs.
