@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from ragbudget._cut import cut_to_tokens
-from ragbudget.counters import CounterSpec, TokenCounter, count_many, get_counter
+from ragbudget.counters import CounterSpec, LazyCounts, get_counter
 from ragbudget.models import BudgetResult, Chunk, TruncationInfo
 
 __all__ = ["CUT_MARKER", "Order", "Oversize", "Strategy", "fit", "rank_chunks"]
@@ -104,7 +104,7 @@ def fit(
 
     ranking = rank_chunks(items)
     limit = max_tokens if max_tokens_per_chunk is None else min(max_tokens, max_tokens_per_chunk)
-    counts = _RankedCounts(tc, [items[idx].text for idx in ranking])
+    counts = LazyCounts(tc, [items[idx].text for idx in ranking])
 
     # Down the ranking: an oversized chunk is cut (a copy) or dropped; the others are kept
     # while they fit. With "stop", everything after the first misfit is dropped uncounted.
@@ -161,31 +161,6 @@ def fit(
         tokens=[c[2] for c in kept],
         ranks=[c[4] for c in kept],
     )
-
-
-class _RankedCounts:
-    """Token counts of texts in rank order, counted on first use in growing batches.
-
-    `fit(strategy="stop")` never looks past the first chunk that does not fit, so a budget
-    that holds 40 of 1,000 retrieved chunks counts about 40 of them, not 1,000. A counter with
-    a batch method (tiktoken's threads) gets batches of 8, then 16, up to 64 texts; any other
-    counter counts one text at a time, so nothing is counted in vain.
-    """
-
-    def __init__(self, counter: TokenCounter, texts: list[str]) -> None:
-        self._counter, self._texts = counter, texts
-        self._counts: list[int] = []
-        self._batch = 8 if getattr(counter, "count_batch", None) is not None else 1
-
-    def __getitem__(self, rank: int) -> int:
-        while rank >= len(self._counts):
-            if self._batch == 1:
-                self._counts.append(self._counter.count(self._texts[len(self._counts)]))
-                continue
-            start = len(self._counts)
-            self._counts += count_many(self._counter, self._texts[start : start + self._batch])
-            self._batch = min(2 * self._batch, 64)
-        return self._counts[rank]
 
 
 def _log(info: TruncationInfo) -> None:

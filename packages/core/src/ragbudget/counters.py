@@ -18,6 +18,7 @@ __all__ = [
     "CounterSpec",
     "EstimateCounter",
     "HFCounter",
+    "LazyCounts",
     "TiktokenCounter",
     "TokenCounter",
     "count_many",
@@ -51,6 +52,33 @@ def count_many(counter: TokenCounter, texts: Sequence[str]) -> list[int]:
     if batch is not None and len(texts) > 1:
         return list(batch(list(texts)))
     return [counter.count(text) for text in texts]
+
+
+class LazyCounts:
+    """Token counts of `texts` (in the order they will be looked at), each counted on first use.
+
+    For callers that walk a ranking and stop early: `fit(strategy="stop")` never looks past
+    the first chunk that does not fit, so a budget that holds 40 of 1,000 retrieved chunks
+    counts about 40 of them. A counter with a batch method (tiktoken's threads) gets batches
+    of 8, then 16, up to 64 texts; any other counter counts one text at a time, so nothing is
+    counted in vain.
+    """
+
+    def __init__(self, counter: TokenCounter, texts: Sequence[str]) -> None:
+        self._counter, self._texts = counter, texts
+        self._counts: list[int] = []
+        self._batch = 8 if getattr(counter, "count_batch", None) is not None else 1
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    def __getitem__(self, index: int) -> int:
+        while index >= len(self._counts):
+            start = len(self._counts)
+            self._counts += count_many(self._counter, self._texts[start : start + self._batch])
+            if self._batch > 1:
+                self._batch = min(2 * self._batch, 64)
+        return self._counts[index]
 
 
 class EstimateCounter:

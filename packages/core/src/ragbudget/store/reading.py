@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ragbudget.counters import TokenCounter
-from ragbudget.store.errors import StoreError
+from ragbudget.store.errors import StoreError, least_budget
 from ragbudget.store.models import ReadResponse
 from ragbudget.truncate import TextTruncation, truncate_head
 
@@ -83,11 +83,7 @@ def budget_read(
     shell = respond(nothing)
     floor = counter.count(shell.to_text())
     if floor > max_tokens:
-        for _ in range(8):  # the budget is written in the notice: the least one that fits itself
-            again = counter.count(respond(nothing, floor).to_text())
-            if again <= floor:
-                break
-            floor = again
+        floor = least_budget(floor, lambda m: counter.count(respond(nothing, m).to_text()))
         msg = (
             f"max_tokens={max_tokens} cannot hold even an empty read of {source}, which needs "
             f"{floor} tokens; use max_tokens >= {floor}"

@@ -18,10 +18,10 @@ from typing import Any
 
 from ragbudget._cut import cut_to_tokens
 from ragbudget.budget import CUT_MARKER
-from ragbudget.counters import TokenCounter, count_many
+from ragbudget.counters import LazyCounts, TokenCounter
 from ragbudget.models import TruncationInfo
 from ragbudget.store.embedding import features
-from ragbudget.store.errors import StoreError
+from ragbudget.store.errors import StoreError, least_budget
 from ragbudget.store.models import SearchResponse, SearchResult
 
 __all__ = ["Hit", "budget_response", "fetch_ranked", "snippet"]
@@ -195,21 +195,30 @@ class _Page:
             text += f". Use offset={next_offset} to continue"
         return text + "]"
 
+    def with_budget(self, max_tokens: int) -> _Page:
+        """This page under another budget (the budget shows in notices and cut markers)."""
+        return _Page(
+            self.results, self.raw_tokens, offset=self.offset, total_count=self.total,
+            max_tokens=max_tokens, counter=self.counter,
+        )  # fmt: skip
+
     def size(self, response: SearchResponse) -> int:
         return self.counter.count(response.to_text())
 
 
 def _count_until(counter: TokenCounter, texts: list[str], budget: int) -> list[int]:
-    """Token counts of `texts` in rank order, in small batches, until they add up past `budget`.
+    """Token counts of `texts` in rank order, counted until they add up past `budget`.
 
     The rest are left uncounted with `budget + 1`, which never fits: the budget stops at the
     first result that does not fit, and a text's rendered JSON does not count fewer tokens than
     the text in practice (the final count of the rendered response is what guarantees it).
     """
+    lazy = LazyCounts(counter, texts)
     counts: list[int] = []
-    while len(counts) < len(texts) and sum(counts) <= budget:
-        batch = texts[len(counts) : len(counts) + 8]
-        counts.extend(count_many(counter, batch))
+    total = 0
+    while len(counts) < len(texts) and total <= budget:
+        counts.append(lazy[len(counts)])
+        total += counts[-1]
     return counts + [budget + 1] * (len(texts) - len(counts))
 
 
@@ -229,6 +238,7 @@ def _to_results(
         texts.append(text)
         spans.append((start, end))
     stored = [h.metadata.get("tokens") for h in hits]
+    in_json: list[int] | None = None
     if not concise and all(
         isinstance(n, int) and h.metadata.get("counter") == counter.name
         for n, h in zip(stored, hits, strict=True)
@@ -237,10 +247,9 @@ def _to_results(
         escaped = [h.metadata.get("json_tokens") for h in hits]
         if all(isinstance(n, int) for n in escaped):
             in_json = [int(n) for n in escaped if isinstance(n, int)]
-        else:  # stored before ingest kept the escaped count
-            in_json = [n + _escapes(t) for n, t in zip(tokens, texts, strict=True)]
     else:
         tokens = _count_until(counter, texts, budget)
+    if in_json is None:  # not stored (another counter, or a store ingested before json_tokens)
         in_json = [n + _escapes(t) for n, t in zip(tokens, texts, strict=True)]
     results = [
         SearchResult(
@@ -280,7 +289,12 @@ def budget_response(
         empty = page.assemble(0)
         needed = page.size(empty)
         if needed > max_tokens:
-            needed = _minimum_budget(page, needed, lambda trial: trial.size(trial.assemble(0)))
+
+            def empty_at(budget: int) -> int:
+                trial = page.with_budget(budget)
+                return trial.size(trial.assemble(0))
+
+            needed = least_budget(needed, empty_at)
             msg = (
                 f"max_tokens={max_tokens} cannot hold even an empty response here, which needs "
                 f"{needed} tokens; use max_tokens >= {needed}"
@@ -333,21 +347,6 @@ def _smallest(page: _Page, first: SearchResult, total_tokens: int) -> tuple[Sear
     return page.assemble(1, cut=placeholder), marker
 
 
-def _minimum_budget(page: _Page, needed: int, smallest: Callable[[_Page], int]) -> int:
-    """The least budget whose own response fits: the budget is written in the response (the
-    notice, the cut marker), so a larger number can cost a token more."""
-    for _ in range(8):
-        trial = _Page(
-            page.results, page.raw_tokens, offset=page.offset, total_count=page.total,
-            max_tokens=needed, counter=page.counter,
-        )  # fmt: skip
-        again = smallest(trial)
-        if again <= needed:
-            break
-        needed = again
-    return needed
-
-
 def _cut_first(page: _Page, first: SearchResult, total_tokens: int) -> SearchResponse:
     """The top result cut to fit the budget with the rest of the response.
 
@@ -357,8 +356,8 @@ def _cut_first(page: _Page, first: SearchResult, total_tokens: int) -> SearchRes
     smallest, marker = _smallest(page, first, total_tokens)
     needed = page.size(smallest)
     if needed > page.max_tokens:
-        least = _minimum_budget(
-            page, needed, lambda trial: trial.size(_smallest(trial, first, total_tokens)[0])
+        least = least_budget(
+            needed, lambda m: page.size(_smallest(page.with_budget(m), first, total_tokens)[0])
         )
         msg = (
             f"max_tokens={page.max_tokens} cannot hold even the top result cut to nothing, "
