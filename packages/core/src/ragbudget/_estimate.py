@@ -14,12 +14,11 @@ How it works, in C-speed passes (no Python loop per character, word or match):
 2. Words. ASCII non-letters become spaces and `bytes.split` yields the words. The vocabulary
    holds the 32,000 most frequent words of the calibration corpus (English, code identifiers,
    and the common words of every language in it) with each word's token count after a space
-   in the target encoding. One dict lookup per word adds a known word's fitted value (mostly
-   its true token count); every other word is priced by its length (a weight per length up to
+   in the target encoding. One dict lookup per word gives a known word's token count (0 for
+   an unknown word); every unknown word is priced by its length (a weight per length up to
    24 bytes, a per-byte weight, and separate length weights for words with non-ASCII letters).
-   Known words' values are stored net of their length price, so both are plain sums over all
-   words. The lookup is what tells a Spanish or Russian text (frequent words of one or two
-   tokens) from a Finnish or Ukrainian one of the same shape.
+   The lookup is what tells a Spanish or Russian text (frequent words of one or two tokens)
+   from a Finnish or Ukrainian one of the same shape.
 3. CJK characters. One regex pass over the non-ASCII characters counts the kana, Han and
    Hangul characters that are not single tokens in the target encoding (rare Han characters
    cost 2-3 tokens).
@@ -38,8 +37,8 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from itertools import filterfalse, repeat
-from operator import mul
+from itertools import compress, filterfalse, repeat
+from operator import mul, not_
 
 from ragbudget import _estimate_data as _data
 
@@ -259,13 +258,13 @@ class _Model:
     rare_cjk: re.Pattern[str]
     per_byte: float
     per_char: float
-    ascii: tuple[tuple[bytes, tuple[bytes, ...], tuple[float, ...]], ...]
+    ascii: tuple[float, ...]  # weights of ASCII_PATTERNS
     other_singles: tuple[float, ...]  # weights of _OTHER_SINGLES
     other: tuple[tuple[bytes, tuple[bytes, ...], tuple[float, ...]], ...]  # longer n-grams
-    # known word -> its whole contribution, minus the per-byte cost of an unknown word
-    # (which `estimate_tokens` adds for every word)
-    word_value: dict[bytes, float]
-    word_bytes: float  # per byte of every word (an unknown word's per-byte weight)
+    tokens: dict[bytes, int]  # known word -> its token count (never 0)
+    known_words: float  # per known word
+    known_tokens: float  # per token of a known word
+    unknown_bytes: float  # per byte of an unknown word
     cjk: float
     cost: dict[int, float]  # unknown ASCII word: weight of its length bin
     cost_more: float
@@ -273,15 +272,6 @@ class _Model:
     other_cost: dict[int, float]  # ... and its length bin weight (the ASCII one subtracted)
     other_cost_more: float
     constant: float
-
-
-def _ascii_groups() -> list[tuple[bytes, tuple[bytes, ...]]]:
-    """ASCII patterns grouped by a rarer class they contain (skipped when it is absent)."""
-    groups: dict[bytes, list[bytes]] = {}
-    for pattern in ASCII_PATTERNS:
-        rare = [c for c in (b"0", b"-", b"_", b"\t", b"A", b"\n", b"  ") if c in pattern]
-        groups.setdefault(rare[0] if rare else b"", []).append(pattern)
-    return [(cls, tuple(group)) for cls, group in groups.items()]
 
 
 @functools.cache
@@ -298,37 +288,25 @@ def _model(target: str) -> _Model:
         for n in range(1, OTHER_LENGTH_BINS + 1)
     }
     other_cost_more = w["other_unknown_len_more"] - cost_more
-    unknown_bytes = w["unknown_bytes"]
-    other_bytes = w["other_unknown_bytes"] - unknown_bytes
-
-    def value(word: bytes, tokens: int) -> float:
-        """A known word's weight, minus what `estimate_tokens` adds for every word."""
-        size = len(word)
-        out = w["known_words"] + w["known_tokens"] * tokens
-        out -= cost.get(size, cost_more) + unknown_bytes * size
-        if not word.isascii():
-            out -= other_cost.get(size, other_cost_more) + other_bytes * size
-        return out
-
     return _Model(
         rare_cjk=vocab.rare_cjk,
         per_byte=w["bytes"],
         per_char=w["chars"],
-        ascii=tuple(
-            (cls, group, tuple(w[p.decode()] for p in group)) for cls, group in _ascii_groups()
-        ),
+        ascii=tuple(w[p.decode()] for p in ASCII_PATTERNS),
         other_singles=tuple(w[cls.decode()] for cls in _OTHER_SINGLES),
         other=tuple(
             (cls, longer, tuple(w[p.decode()] for p in longer))
             for cls, group in OTHER_GROUPS
             if (longer := tuple(p for p in group if len(p) > 1))
         ),
-        word_value={word: value(word, tokens) for word, tokens in vocab.words.items()},
-        word_bytes=unknown_bytes,
+        tokens=vocab.words,
+        known_words=w["known_words"],
+        known_tokens=w["known_tokens"],
+        unknown_bytes=w["unknown_bytes"],
         cjk=w["cjk_rare"],
         cost=cost,
         cost_more=cost_more,
-        other_bytes=other_bytes,
+        other_bytes=w["other_unknown_bytes"] - w["unknown_bytes"],
         other_cost=other_cost,
         other_cost_more=other_cost_more,
         constant=w["constant"],
@@ -336,6 +314,7 @@ def _model(target: str) -> _Model:
 
 
 _BYTES_PER_TOKEN_FLOOR = 8
+_FEW_UNKNOWN = 16  # below one unknown word in 16, index scans beat compress()
 
 
 def estimate_tokens(text: str, target: str = DEFAULT_TARGET) -> int:
@@ -357,19 +336,29 @@ def estimate_tokens(text: str, target: str = DEFAULT_TARGET) -> int:
     classes = data.translate(_CLASSES) if ascii_only else data.translate(_CLASSES, _CONTINUATION)
     letters = data.translate(_WORD_TABLE)
     words = letters.split()
-    # Every word is priced as unknown by its length and bytes, and a known word's value corrects
-    # that to its own weight.
+    # One lookup per word: a known word's token count, or 0 for an unknown word (priced by its
+    # bytes and length bin). Token counts are small ints, shared objects: summing them is cheap.
+    counts = list(map(m.tokens.get, words, repeat(0)))
     parts = [
-        m.constant
-        + m.per_byte * size
-        + m.per_char * len(text)
-        + m.word_bytes * (len(letters) - letters.count(b" ")),
-        sum(map(m.word_value.get, words, repeat(0.0))),
-        sum(map(m.cost.get, map(len, words), repeat(m.cost_more))),
+        m.constant + m.per_byte * size + m.per_char * len(text),
+        m.known_tokens * sum(counts),
     ]
-    for cls, group, weights in m.ascii:
-        if not cls or cls in classes:
-            parts.append(sum(map(mul, map(classes.count, group), weights)))
+    unknown: list[bytes] = []
+    missing = counts.count(0)
+    if missing:
+        if missing * _FEW_UNKNOWN < len(words):  # few (prose): find them by C-level scans
+            at = -1
+            for _ in range(missing):
+                at = counts.index(0, at + 1)
+                unknown.append(words[at])
+        else:
+            unknown = list(compress(words, map(not_, counts)))
+        lengths = list(map(len, unknown))
+        parts.append(m.unknown_bytes * sum(lengths))
+        parts.append(sum(map(m.cost.get, lengths, repeat(m.cost_more))))
+    parts.append(m.known_words * (len(words) - len(unknown)))
+    # all at once: skipping patterns whose class is absent costs more Python than it saves
+    parts.append(sum(map(mul, map(classes.count, ASCII_PATTERNS), m.ascii)))
     if not ascii_only:
         # the classes of non-ASCII characters alone: short unless the text is mostly non-ASCII
         scripts = classes.translate(None, _ASCII_CLASSES)
@@ -381,7 +370,7 @@ def estimate_tokens(text: str, target: str = DEFAULT_TARGET) -> int:
             # the regex scans only the non-ASCII characters (UTF-8 minus its ASCII bytes)
             wide = data.translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass")
             parts.append(m.cjk * len(m.rare_cjk.findall(wide)))
-        other = list(filterfalse(bytes.isascii, words))
+        other = list(filterfalse(bytes.isascii, unknown))
         if other:
             lengths = list(map(len, other))
             parts.append(m.other_bytes * sum(lengths))
