@@ -18,6 +18,8 @@ Families (what a retrieval index typically holds):
   Rust by Example in Chinese/Japanese/Korean when a Rust toolchain is installed.
 - cyrillic_greek: gettext catalogues and vim tutors in ru, uk, bg, sr, be, mk, el.
 - european: the same for Latin-script languages with diacritics (de, fr, es, it, pt, pl, ...).
+- other_scripts: gettext catalogues in Arabic, Hebrew, Persian, Urdu, the Indic scripts, Thai,
+  Lao, Khmer, Burmese, Georgian, Armenian, Amharic and Sinhala.
 - logs: `/var/log` (dpkg, apt, alternatives): timestamps, versions, paths.
 - emoji_chat: SYNTHETIC. Real short sentences (gettext message ids) laid out as chat lines with
   emoji from rich's emoji table mixed in; no real chat logs exist on a build machine.
@@ -50,6 +52,7 @@ FAMILIES = (
     "cjk",
     "cyrillic_greek",
     "european",
+    "other_scripts",
     "logs",
     "emoji_chat",
 )
@@ -71,6 +74,8 @@ CJK_LANGS = ("ja", "ko", "zh_CN", "zh_TW", "zh_HK")
 CYR_GREEK_LANGS = ("ru", "uk", "bg", "sr", "be", "mk", "el")
 EURO_LANGS = ("de", "fr", "es", "it", "pt", "pt_BR", "pl", "cs", "nl", "sv", "da", "hu", "ro")
 EURO_LANGS += ("fi", "sk", "tr", "vi", "hr", "ca")
+OTHER_LANGS = ("ar", "he", "fa", "ur", "hi", "mr", "ne", "bn", "pa", "gu", "ta", "te", "kn", "ml")
+OTHER_LANGS += ("si", "th", "lo", "km", "my", "ka", "hy", "am")
 
 
 @dataclass(frozen=True)
@@ -312,6 +317,9 @@ def _sources(rng: random.Random) -> dict[str, list[tuple[float, list[tuple[Path,
             (0.2, plain(_tutors(EURO_LANGS))),
             (0.1, [(p, read_html) for p in _pick(rust_euro, 100, rng)]),
         ],
+        "other_scripts": [
+            (1.0, mo(_locale_files(OTHER_LANGS), 600)),
+        ],
         "logs": [
             (1.0, plain([*Path("/var/log").glob("*.log"), *Path("/var/log").glob("*/*.log")])),
         ],
@@ -334,6 +342,8 @@ def _accept(family: str, text: str) -> bool:
         )
     if family == "cyrillic_greek":
         return len(re.findall(r"[\u0370-\u03ff\u0400-\u04ff]", text)) >= 0.4 * len(text)
+    if family == "other_scripts":  # Armenian through Ethiopic, Sinhala through Myanmar, Georgian
+        return len(re.findall(r"[\u0530-\u137f\u1780-\u17ff]", text)) >= 0.4 * len(text)
     if family == "european":
         return bool(re.search(r"[\u00c0-\u024f]", text)) and not re.search(r"[\u0400-\u04ff]", text)
     return True
