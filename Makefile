@@ -32,3 +32,4 @@ bench: bootstrap
 
 bench-estimator: bootstrap
 	$(RUN) python benchmarks/estimator/calibrate.py
+	$(RUN) python benchmarks/estimator/unseen.py
