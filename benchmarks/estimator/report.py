@@ -86,12 +86,19 @@ def accuracy_table(
     return "\n".join(lines), results
 
 
-def speed_table(chunks: Sequence[Chunk], methods: dict[str, Counter]) -> str:
-    head = "| M chars/s | " + " | ".join(f"`{m}`" for m in methods) + " |"
-    lines = [head, "|" + "---|" * (len(methods) + 1)]
+def speed_table(
+    chunks: Sequence[Chunk], methods: dict[str, Counter], ratios: Sequence[tuple[str, str]] = ()
+) -> str:
+    """Throughput per family and method, then `a / b` speed ratios of the same run."""
+    head = "| M chars/s | " + " | ".join(f"`{m}`" for m in methods)
+    head += "".join(f" | `{a}` / `{b}`" for a, b in ratios) + " |"
+    lines = [head, "|" + "---|" * (len(methods) + len(ratios) + 1)]
+    names = list(methods)
     for family in FAMILIES:
         texts = [c.text for c in chunks if c.family == family]
         if texts:
-            cells = [f"{speed:.2f}" for speed in throughputs(methods, texts)]
+            speeds = throughputs(methods, texts)
+            cells = [f"{speed:.2f}" for speed in speeds]
+            cells += [f"{speeds[names.index(a)] / speeds[names.index(b)]:.2f}x" for a, b in ratios]
             lines.append(f"| {family} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
