@@ -17,7 +17,6 @@ import gzip
 import importlib
 import json
 import random
-import re
 import sys
 import time
 from pathlib import Path
@@ -79,13 +78,7 @@ def write_sample(test: list[corpus.Chunk]) -> None:
 
 
 def update_readme(tables: str) -> None:
-    text = README.read_text(encoding="utf-8")
-    start, end = "<!-- estimator-table -->", "<!-- /estimator-table -->"
-    pattern = re.compile(re.escape(start) + ".*?" + re.escape(end), re.S)
-    if not pattern.search(text):
-        msg = f"{README} has no {start} ... {end} block inside the estimator section"
-        raise SystemExit(msg)
-    README.write_text(pattern.sub(lambda _: f"{start}\n{tables}\n{end}", text), encoding="utf-8")
+    report.replace_readme_block(README, "estimator-table", tables)
     _log(f"updated the tables in {README}")
 
 

@@ -3,7 +3,7 @@
 1. Vocabulary: the VOCAB_WORDS most frequent words of the fit split (seen MIN_COUNT times or
    more, at most MAX_WORD_TOKENS tokens), each with its token count after a space in every
    encoding (the default target takes the larger), and the non-ASCII characters that are single
-   tokens in each encoding's vocabulary (for the rare-CJK feature and the estimate's floor).
+   tokens in each encoding's vocabulary (for the rare-character features and the floor).
 2. Weights per target (each encoding, and "max": the larger of both counts) by asymmetric least
    squares on relative error (an expectile fit: under-counts weigh ALPHA times more than
    over-counts), every family weighted equally; no character class may lower the estimate

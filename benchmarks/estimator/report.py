@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from corpus import FAMILIES, Chunk
 
@@ -84,6 +86,16 @@ def accuracy_table(
         ]
         lines.append(f"| {family} | {len(idx)} | " + " | ".join(cells) + " |")
     return "\n".join(lines), results
+
+
+def replace_readme_block(readme: Path, mark: str, body: str) -> None:
+    """Put `body` between the `<!-- mark -->` and `<!-- /mark -->` lines of `readme`."""
+    text = readme.read_text(encoding="utf-8")
+    start, end = f"<!-- {mark} -->", f"<!-- /{mark} -->"
+    pattern = re.compile(re.escape(start) + ".*?" + re.escape(end), re.S)
+    if not pattern.search(text):
+        raise SystemExit(f"{readme} has no {start} ... {end} block")
+    readme.write_text(pattern.sub(lambda _: f"{start}\n{body}\n{end}", text), encoding="utf-8")
 
 
 def speed_table(

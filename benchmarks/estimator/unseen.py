@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import math
 import random
-import statistics
 import sys
 from pathlib import Path
 
@@ -23,12 +22,12 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import corpus  # noqa: E402
+import report  # noqa: E402
 import tiktoken  # noqa: E402
 from ragbudget import use_bundled_tiktoken_files  # noqa: E402
 from ragbudget._estimate import estimate_tokens  # noqa: E402
 
 README = HERE.parents[1] / "README.md"
-MARK = "unseen-table"
 LANGUAGES = {
     "dz": "Dzongkha (Tibetan)",
     "or": "Odia",
@@ -56,11 +55,7 @@ def chunks_of(lang: str, rng: random.Random) -> list[str]:
 
 
 def cell(estimates: list[int], truths: list[int]) -> str:
-    errors = [e / t - 1 for e, t in zip(estimates, truths, strict=True)]
-    median = statistics.median(map(abs, errors))
-    under = max(0.0, -statistics.quantiles(errors, n=100, method="inclusive")[0])
-    text = f"{median:.1%} / {under:.1%}"
-    return f"**{text}**" if median > 0.10 or under > 0.10 else text
+    return report.accuracy(estimates, truths).cell(mark=True)
 
 
 def table() -> str:
@@ -97,11 +92,7 @@ def main() -> int:
     out = table()
     print(out)
     if args.readme:
-        readme = README.read_text(encoding="utf-8")
-        start, end = f"<!-- {MARK} -->\n", f"<!-- /{MARK} -->"
-        head, rest = readme.split(start, 1)
-        _, tail = rest.split(end, 1)
-        README.write_text(head + start + out + "\n" + end + tail, encoding="utf-8")
+        report.replace_readme_block(README, "unseen-table", out)
     return 0
 
 

@@ -206,6 +206,7 @@ _CJK = re.compile("[\u3000-\u9fff\uac00-\ud7af]")
 """Kana, CJK punctuation, Han and Hangul syllables."""
 
 
+@functools.cache
 def _singles_pattern(single: str) -> re.Pattern[str]:
     """Runs of non-ASCII characters that ARE single tokens (deleted, they leave the rare)."""
     if not single:
@@ -213,9 +214,9 @@ def _singles_pattern(single: str) -> re.Pattern[str]:
     return re.compile(f"[{''.join(map(re.escape, sorted(single)))}]+")
 
 
-def _rare_pattern(single: str) -> re.Pattern[str]:
-    """Non-ASCII characters that are NOT single tokens."""
-    return re.compile(f"[^\\x00-\\x7f{''.join(map(re.escape, sorted(single)))}]")
+def _rare(wide: bytes, singles: re.Pattern[str]) -> str:
+    """The characters of `wide` (UTF-8 without ASCII bytes) that no token holds alone."""
+    return singles.sub("", wide.decode("utf-8", "surrogatepass"))
 
 
 @dataclass(frozen=True)
@@ -226,7 +227,7 @@ class Vocabulary:
 
     words: dict[bytes, int]
     singles: re.Pattern[str]
-    rare: tuple[re.Pattern[str], ...]
+    floor_singles: tuple[re.Pattern[str], ...]
 
     @classmethod
     def build(
@@ -239,8 +240,8 @@ class Vocabulary:
         """`single`: the non-ASCII characters that are single tokens (for the rare-character
         features); `floor_singles`: the same per encoding for the floor (default: `single`)."""
         table = {w.encode(): n for w, n in zip(words, tokens, strict=True)}
-        rare = tuple(map(_rare_pattern, floor_singles or (single,)))
-        return cls(table, _singles_pattern(single), rare)
+        floors = tuple(map(_singles_pattern, floor_singles or (single,)))
+        return cls(table, _singles_pattern(single), floors)
 
 
 @functools.cache
@@ -276,16 +277,26 @@ def floor_tokens(text: str, vocab: Vocabulary) -> int:
     On the 40,000 chunks of the calibration corpus this sum never exceeds the true count.
     """
     data = text.encode("utf-8", "surrogatepass")
-    words = data.translate(_WORD_TABLE).split()
-    digits = data.translate(_CLASSES).count(b"0")
-    forced = sum(map(bytes.isascii, words)) + -(-digits // 3)
-    other = [w for w in words if not w.isascii() and w not in vocab.words]
-    if other:
-        joined = b" ".join(other).decode("utf-8", "surrogatepass")
-        forced += max(len(pattern.findall(joined)) for pattern in vocab.rare)
     classes = data.translate(_CLASSES, _CONTINUATION)
-    solid = len(classes.translate(None, _SPACING))
-    return max(1, -(-solid // _CHARS_PER_TOKEN_FLOOR), forced)
+    words = data.translate(_WORD_TABLE).split()
+    forced = sum(map(bytes.isascii, words)) + -(-classes.count(b"0") // 3)
+    other = [w for w in words if not w.isascii() and w not in vocab.words]
+    forced += _forced_rare(other, vocab.floor_singles)
+    return max(_solid_floor(classes), forced)
+
+
+def _solid_floor(classes: bytes) -> int:
+    """1, or a token per 8 characters outside whitespace and punctuation (see `floor_tokens`)."""
+    return max(1, -(-len(classes.translate(None, _SPACING)) // _CHARS_PER_TOKEN_FLOOR))
+
+
+def _forced_rare(other: list[bytes], floor_singles: tuple[re.Pattern[str], ...]) -> int:
+    """The characters no token holds alone in the unknown non-ASCII words `other`, the most
+    of any encoding (see `floor_tokens`)."""
+    if not other:
+        return 0
+    wide = b"".join(other).translate(None, _ASCII_BYTES)
+    return max(len(_rare(wide, singles)) for singles in floor_singles)
 
 
 FEATURE_NAMES: tuple[str, ...] = (
@@ -322,7 +333,7 @@ def features(text: str, vocab: Vocabulary) -> list[int]:
         for cls, group in OTHER_GROUPS:
             row += map(classes.count, group) if cls in classes else (0,) * len(group)
         wide = data.translate(None, _ASCII_BYTES)
-        residue = vocab.singles.sub("", wide.decode("utf-8", "surrogatepass"))
+        residue = _rare(wide, vocab.singles)
         rare = len(residue)
         cjk = len(_CJK.findall(residue))
         scripts = [
@@ -360,7 +371,7 @@ class _Model:
     """One target's weights, folded for `estimate_tokens` (same sum as `features` x weights)."""
 
     singles: re.Pattern[str]
-    rare: tuple[re.Pattern[str], ...]  # for the floor (see `rare_characters`)
+    floor_singles: tuple[re.Pattern[str], ...]  # for the floor (see `floor_tokens`)
     per_byte: float
     per_char: float
     ascii: tuple[float, ...]  # weights of ASCII_PATTERNS
@@ -398,7 +409,7 @@ def _model(target: str) -> _Model:
     other_cost_more = w["other_unknown_len_more"] - cost_more
     return _Model(
         singles=vocab.singles,
-        rare=vocab.rare,
+        floor_singles=vocab.floor_singles,
         per_byte=w["bytes"],
         per_char=w["chars"],
         ascii=tuple(w[p.decode()] for p in ASCII_PATTERNS),
@@ -516,7 +527,7 @@ def estimate_tokens(text: str, target: str = DEFAULT_TARGET) -> int:
         # the non-ASCII characters alone (UTF-8 minus its ASCII bytes)
         wide = data.translate(None, _ASCII_BYTES)
         # the characters no token holds alone (deleting runs of those that are single tokens)
-        residue = m.singles.sub("", wide.decode("utf-8", "surrogatepass"))
+        residue = _rare(wide, m.singles)
         if residue:
             parts.append(m.per_rare * len(residue))
             if any(map(scripts.__contains__, _CJK_CLASSES)):
@@ -533,15 +544,11 @@ def estimate_tokens(text: str, target: str = DEFAULT_TARGET) -> int:
     raw = math.ceil(sum(parts))
     # The floor (see `floor_tokens`), computed in full only where it might bind: the forced
     # tokens are at most one per word, per 3 digits, and per 2 bytes of unknown non-ASCII words.
-    solid = len(classes.translate(None, _SPACING))
-    floor = max(1, -(-solid // _CHARS_PER_TOKEN_FLOOR))
+    floor = _solid_floor(classes)
     digits = -(-classes.count(b"0") // 3)
     if ascii_only:
         floor = max(floor, len(words) + digits)
     elif raw < len(words) + digits + other_size // 2:
-        forced = sum(map(bytes.isascii, words)) + digits
-        if other:
-            joined = b" ".join(other).decode("utf-8", "surrogatepass")
-            forced += max(len(pattern.findall(joined)) for pattern in m.rare)
+        forced = sum(map(bytes.isascii, words)) + digits + _forced_rare(other, m.floor_singles)
         floor = max(floor, forced)
     return min(max(raw, floor), size)
