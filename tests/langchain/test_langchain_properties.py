@@ -37,7 +37,7 @@ documents = st.lists(
     strategy=st.sampled_from(["stop", "fill"]),
     oversize=st.sampled_from(["truncate", "drop"]),
     formatted=st.booleans(),
-    sep=st.sampled_from(["\n\n", "", "\n---\n"]),
+    sep=st.sampled_from(["\n\n", "", "\n---\n", "🙂\n", "\u200d"]),
 )
 def test_returned_documents_fit_and_originals_stay_intact(
     cl100k: TokenCounter,
@@ -64,6 +64,9 @@ def test_returned_documents_fit_and_originals_stay_intact(
              for d in out]  # fmt: skip
     assert costs == [d.metadata["ragbudget"]["tokens"] for d in out]
     assert sum(costs) <= budget
+    # ... and counted as the chain joins it: BPE counts do not add up across joins.
+    rendered = [format_document(d, PROMPT) if formatted else d.page_content for d in out]
+    assert cl100k.count(sep.join(rendered)) <= budget
     # The caller's documents are untouched; the returned ones are in rank order.
     assert docs == before
     ranks = [d.metadata["ragbudget"]["rank"] for d in out]

@@ -107,3 +107,26 @@ def test_stop_keeps_the_longest_ranked_run_that_fits(
     assert {n.node.node_id for n in out} == expected
     ranks = {nodes[i].node.node_id: r for r, i in enumerate(ranked)}
     assert all(n.node.metadata["ragbudget"]["rank"] == ranks[n.node.node_id] for n in out)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    nodes=node_lists(),
+    max_tokens=st.integers(0, 700),
+    oversize=st.sampled_from(["truncate", "drop"]),
+)
+def test_metadata_mode_all_counts_the_tag_it_shows(
+    nodes: list[NodeWithScore], max_tokens: int, oversize: str
+) -> None:
+    """With `MetadataMode.ALL` the ragbudget tag is part of what is rendered: the nodes as
+    returned, tag and all, fit the budget, and each tag holds its own node's count."""
+    pp = TokenBudgetPostprocessor(
+        max_tokens=max_tokens,
+        counter=COUNTER,
+        oversize=oversize,  # type: ignore[arg-type]
+        metadata_mode=MetadataMode.ALL,
+    )
+    out = pp.postprocess_nodes(nodes)
+    counts = [COUNTER.count(n.node.get_content(metadata_mode=MetadataMode.ALL)) for n in out]
+    assert sum(counts) <= max_tokens
+    assert [n.node.metadata["ragbudget"]["tokens"] for n in out] == counts

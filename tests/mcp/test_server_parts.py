@@ -8,34 +8,22 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 from ragbudget import TokenCounter, get_counter
+from ragbudget.errors import RagbudgetError
 from ragbudget.mcp import BearerTokenVerifier, ServerSettings, clamp_budget
-from ragbudget.mcp.budgeting import BudgetExceededError, fit_text
+from ragbudget.mcp.budgeting import BudgetExceededError, checked_text
 from ragbudget.mcp.roots import OutsideRootsError, check_ingest_paths
-from ragbudget.store import StoreError
 
 
 @dataclass
 class Page:
     text: str
+    measure: tuple[str, int] | None = None
 
     def to_text(self) -> str:
         return self.text
 
-
-class OvershootingStore:
-    """Renders `extra` tokens more than it is asked for, `times` times, then behaves."""
-
-    def __init__(self, extra: int, times: int, minimum: int = 1) -> None:
-        self.extra, self.times, self.minimum = extra, times, minimum
-        self.asked: list[int] = []
-
-    def fetch(self, budget: int) -> Page:
-        self.asked.append(budget)
-        if budget < self.minimum:
-            msg = f"max_tokens={budget} cannot hold even an empty response; use max_tokens >= 9"
-            raise StoreError(msg)
-        size = budget + self.extra if len(self.asked) <= self.times else budget
-        return Page("x " * size)
+    def measured(self) -> tuple[str, int] | None:
+        return self.measure
 
 
 @pytest.fixture
@@ -43,35 +31,28 @@ def chars() -> TokenCounter:
     return get_counter("chars:2")  # "x " is exactly one token
 
 
-def test_fit_text_passes_a_fitting_response_through(chars: TokenCounter) -> None:
-    store = OvershootingStore(extra=0, times=0)
-    page, text, used = fit_text(store.fetch, 50, chars)
-    assert (text, used, store.asked) == (page.text, 50, [50])
+def test_checked_text_uses_the_stores_measure_without_counting_again() -> None:
+    def refuse(text: str) -> int:
+        raise AssertionError(f"counted {text!r} again")
+
+    page = Page("x " * 50, measure=("x " * 50, 50))
+    assert checked_text(page, 50, get_counter(refuse)) == ("x " * 50, 50)
 
 
-def test_fit_text_asks_again_lower_when_the_store_overshoots(chars: TokenCounter) -> None:
-    store = OvershootingStore(extra=7, times=1)
-    _, _, used = fit_text(store.fetch, 50, chars)
-    assert store.asked == [50, 43]
-    assert used == 43
+def test_checked_text_counts_an_unmeasured_response(chars: TokenCounter) -> None:
+    assert checked_text(Page("x " * 50), 50, chars) == ("x " * 50, 50)
 
 
-def test_fit_text_refuses_rather_than_overflow(chars: TokenCounter) -> None:
-    def stubborn(budget: int) -> Page:  # renders 57 tokens whatever it is asked
-        del budget
-        return Page("x " * 57)
-
-    with pytest.raises(BudgetExceededError, match=r"max_tokens=50 .* use max_tokens >= 57"):
-        fit_text(stubborn, 50, chars)
-    lowered = OvershootingStore(extra=7, times=99, minimum=45)
-    with pytest.raises(BudgetExceededError, match="max_tokens=50 "):
-        fit_text(lowered.fetch, 50, chars)  # the retry's own error names the caller's budget
-
-
-def test_fit_text_lets_the_stores_first_error_through(chars: TokenCounter) -> None:
-    store = OvershootingStore(extra=0, times=0, minimum=100)
-    with pytest.raises(StoreError, match="empty response"):
-        fit_text(store.fetch, 50, chars)
+def test_checked_text_refuses_rather_than_overflow(
+    chars: TokenCounter, caplog: pytest.LogCaptureFixture
+) -> None:
+    with pytest.raises(BudgetExceededError, match=r"counts 57 tokens .* over its 50-token budget"):
+        checked_text(Page("x " * 57), 50, chars)
+    with pytest.raises(BudgetExceededError):
+        checked_text(Page("", measure=("x " * 57, 57)), 50, chars)
+    errors = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert len(errors) == 2 and errors[0].name == "ragbudget.mcp.budgeting"
+    assert isinstance(BudgetExceededError("x"), RagbudgetError | ValueError)
 
 
 def test_clamp_budget() -> None:

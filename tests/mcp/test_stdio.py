@@ -37,6 +37,8 @@ async def test_real_client_over_stdio(
     assert response.next_offset is not None
     assert visible_tokens(result, exact_counter) <= 700
     assert text_blocks(result) == [response.to_text()]
+    # At the default log level, stderr holds no DEBUG blocks (fastmcp's included).
+    assert "DEBUG" not in (tmp_path / "stderr.log").read_text(errors="replace")
 
 
 def _rpc(proc: subprocess.Popen[bytes], message: dict[str, Any]) -> None:

@@ -1,12 +1,13 @@
 """ragbudget: fit retrieved context into an LLM's token budget.
 
-The core: token counters (`get_counter`), `fit()` for ranked chunks with truthful truncation
+The core: token counters (`get_counter`), the budget primitive (`largest_prefix`, `cut_text`:
+the largest rendering that fits, measured), `fit()` for ranked chunks with truthful truncation
 metadata, head/tail truncation of tool output with continuation notices, and token-aware
 chunking for ingestion (`chunk_text`, with the `split` extra).
 """
 
 from ragbudget._cut import cut_to_tokens
-from ragbudget.budget import CUT_MARKER, fit, rank_chunks
+from ragbudget.budget import CUT_MARKER, Order, Oversize, Strategy, fit, rank_chunks
 from ragbudget.chunking import TextChunk, chunk_text  # needs the `split` extra only when called
 from ragbudget.counters import (
     CallableCounter,
@@ -20,6 +21,8 @@ from ragbudget.counters import (
     get_counter,
     use_bundled_tiktoken_files,
 )
+from ragbudget.errors import RagbudgetError
+from ragbudget.fitting import Fitted, cut_text, largest_prefix, least_budget
 from ragbudget.models import BudgetResult, Chunk, TruncationInfo
 from ragbudget.truncate import TextTruncation, truncate_head, truncate_tail
 
@@ -31,7 +34,12 @@ __all__ = [
     "Chunk",
     "CounterSpec",
     "EstimateCounter",
+    "Fitted",
     "HFCounter",
+    "Order",
+    "Oversize",
+    "RagbudgetError",
+    "Strategy",
     "TextChunk",
     "TextTruncation",
     "TiktokenCounter",
@@ -39,9 +47,12 @@ __all__ = [
     "TruncationInfo",
     "chunk_text",
     "count_many",
+    "cut_text",
     "cut_to_tokens",
     "fit",
     "get_counter",
+    "largest_prefix",
+    "least_budget",
     "rank_chunks",
     "truncate_head",
     "truncate_tail",

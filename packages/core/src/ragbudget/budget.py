@@ -6,13 +6,15 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
-from ragbudget._cut import cut_to_tokens
-from ragbudget.counters import CounterSpec, LazyCounts, get_counter
+from ragbudget._checks import check_choice, check_int
+from ragbudget._cut import cut_with_marker
+from ragbudget.counters import CounterSpec, LazyCounts, TokenCounter, get_counter
+from ragbudget.fitting import largest_prefix
 from ragbudget.models import BudgetResult, Chunk, TruncationInfo
 
 __all__ = ["CUT_MARKER", "Order", "Oversize", "Strategy", "fit", "rank_chunks"]
 
-logger = logging.getLogger("ragbudget")
+logger = logging.getLogger(__name__)
 
 Strategy = Literal["stop", "fill"]
 Oversize = Literal["truncate", "drop"]
@@ -20,24 +22,6 @@ Order = Literal["score", "original"]
 
 CUT_MARKER = "\n[... cut to fit a {limit:,}-token limit; {total:,} tokens in full]"
 """Appended to a chunk cut to fit; counted against the budget like the text."""
-
-_INFO_SHARE = 0.7  # a fit that uses more than this share of the budget logs at info
-
-
-def _check_int(name: str, value: Any, *, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        msg = f"{name} must be an int, got {value!r}"
-        raise TypeError(msg)
-    if value < minimum:
-        msg = f"{name} must be >= {minimum}, got {value}"
-        raise ValueError(msg)
-    return value
-
-
-def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
-    if value not in choices:
-        msg = f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}"
-        raise ValueError(msg)
 
 
 def _as_chunks(chunks: Iterable[Chunk | Mapping[str, Any]]) -> list[Chunk]:
@@ -64,6 +48,9 @@ def _as_chunks(chunks: Iterable[Chunk | Mapping[str, Any]]) -> list[Chunk]:
     return out
 
 
+_Kept = tuple[int, Chunk, int, bool, int]  # (input index, chunk, tokens, cut, rank)
+
+
 def rank_chunks(chunks: list[Chunk]) -> list[int]:
     """Input indices, best first: highest score first, ties and unscored in input order,
     unscored after scored."""
@@ -84,6 +71,7 @@ def fit(
     oversize: Oversize = "truncate",
     max_tokens_per_chunk: int | None = None,
     order: Order = "score",
+    separator: str | None = None,
 ) -> BudgetResult:
     """Keep the highest-score chunks whose tokens fit `max_tokens`.
 
@@ -92,23 +80,30 @@ def fit(
     chunk is split. `strategy="stop"` keeps the longest ranked prefix that fits; `"fill"` also
     keeps lower-ranked chunks that still fit. The returned texts, counted by `counter`, sum to
     at most `max_tokens`. The input is never mutated.
+
+    `separator`: when the caller joins the kept texts (`separator.join(texts)`, in the order
+    returned), the guarantee is for the joined text as one rendering: each chunk costs its text
+    plus the separator while ranking, then the joined text is counted once (BPE counts do not
+    add up across joins) and the lowest-ranked kept chunks leave until it fits. `used_tokens`
+    is then that measured count.
     """
-    _check_int("max_tokens", max_tokens, minimum=0)
+    check_int("max_tokens", max_tokens, minimum=0)
     if max_tokens_per_chunk is not None:
-        _check_int("max_tokens_per_chunk", max_tokens_per_chunk, minimum=1)
-    _check_choice("strategy", strategy, ("stop", "fill"))
-    _check_choice("oversize", oversize, ("truncate", "drop"))
-    _check_choice("order", order, ("score", "original"))
+        check_int("max_tokens_per_chunk", max_tokens_per_chunk, minimum=1)
+    check_choice("strategy", strategy, ("stop", "fill"))
+    check_choice("oversize", oversize, ("truncate", "drop"))
+    check_choice("order", order, ("score", "original"))
     tc = get_counter(counter)
     items = _as_chunks(chunks)
 
     ranking = rank_chunks(items)
     limit = max_tokens if max_tokens_per_chunk is None else min(max_tokens, max_tokens_per_chunk)
-    counts = LazyCounts(tc, [items[idx].text for idx in ranking])
+    sep = separator or ""
+    counts = LazyCounts(tc, [items[idx].text + sep for idx in ranking])
 
     # Down the ranking: an oversized chunk is cut (a copy) or dropped; the others are kept
     # while they fit. With "stop", everything after the first misfit is dropped uncounted.
-    kept: list[tuple[int, Chunk, int, bool, int]] = []  # (input index, chunk, tokens, cut, rank)
+    kept: list[_Kept] = []
     dropped: set[int] = set()
     used = 0
     next_rank: int | None = None
@@ -122,11 +117,12 @@ def fit(
             cut = None
             if oversize == "truncate":
                 marker = CUT_MARKER.format(limit=limit, total=n)
-                cut = cut_to_tokens(chunk.text, limit, tc, marker)
+                cut = cut_with_marker(chunk.text, limit, tc, marker, suffix=sep)
             if cut is None:
                 dropped.add(idx)
                 continue
-            cand = (idx, chunk.model_copy(update={"text": cut}), tc.count(cut), True, rank)
+            text = cut.text.removesuffix(sep) if sep else cut.text
+            cand = (idx, chunk.model_copy(update={"text": text}), cut.tokens, True, rank)
         if used + cand[2] <= max_tokens:
             kept.append(cand)
             used += cand[2]
@@ -136,6 +132,11 @@ def fit(
             next_rank = rank
     if next_rank is None and max_tokens == 0 and items:
         next_rank = 0
+    if separator is not None and len(kept) > 1:
+        kept, used, left = _joined(kept, separator, max_tokens, order, tc)
+        for cand in left:
+            dropped.add(cand[0])
+            next_rank = cand[4] if next_rank is None else min(next_rank, cand[4])
 
     if order == "original":
         kept.sort(key=lambda cand: cand[0])
@@ -163,23 +164,22 @@ def fit(
     )
 
 
+def _joined(
+    kept: list[_Kept], separator: str, max_tokens: int, order: Order, tc: TokenCounter
+) -> tuple[list[_Kept], int, list[_Kept]]:
+    """The kept chunks (rank order) whose joined text fits, its measured count, and those that
+    had to leave (the lowest-ranked)."""
+
+    def render(k: int) -> str:
+        part = sorted(kept[:k], key=lambda c: c[0]) if order == "original" else kept[:k]
+        return separator.join(c[1].text for c in part)
+
+    fitted = largest_prefix(render, len(kept), max_tokens, tc)
+    k = 0 if fitted is None else fitted.size
+    return kept[:k], 0 if fitted is None else fitted.tokens, kept[k:]
+
+
 def _log(info: TruncationInfo) -> None:
-    if info.truncated:
-        logger.warning(
-            "kept %d of %d chunks (%d dropped, %d cut), %d of %d tokens (%s)",
-            info.returned_count,
-            info.original_count,
-            len(info.dropped_ids),
-            len(info.cut_ids),
-            info.used_tokens,
-            info.max_tokens,
-            info.counter,
-        )
-    elif info.max_tokens and info.used_tokens > _INFO_SHARE * info.max_tokens:
-        logger.info(
-            "%d chunks use %d of %d tokens (%.0f%% of the budget)",
-            info.returned_count,
-            info.used_tokens,
-            info.max_tokens,
-            100 * info.used_tokens / info.max_tokens,
-        )
+    """Truncation is fit's normal outcome: logged at DEBUG, for whoever tunes budgets."""
+    if logger.isEnabledFor(logging.DEBUG):
+        logger.debug("fit: %s", info.summary())

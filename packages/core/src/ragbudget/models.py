@@ -66,6 +66,15 @@ class TruncationInfo(BaseModel):
         ),
     )
 
+    def summary(self) -> str:
+        """One line for a log: what was kept, dropped and cut, in how many tokens."""
+        text = f"kept {self.returned_count} of {self.original_count}"
+        if self.dropped_ids:
+            text += f", {len(self.dropped_ids)} dropped"
+        if self.cut_ids:
+            text += f", {len(self.cut_ids)} cut"
+        return f"{text}; {self.used_tokens:,} of {self.max_tokens:,} tokens ({self.counter})"
+
     def notice(
         self, *, offset: int = 0, total: int | None = None, noun: str = "results"
     ) -> str | None:

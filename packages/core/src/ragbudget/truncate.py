@@ -15,13 +15,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragbudget._cut import snap_to_boundary
 from ragbudget.counters import CounterSpec, TokenCounter, count_many, get_counter
+from ragbudget.fitting import cut_text, largest_prefix
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "DEFAULT_MAX_LINES",
     "TextTruncation",
+    "split_lines",
     "truncate_head",
     "truncate_tail",
 ]
@@ -60,7 +61,8 @@ class TextTruncation(BaseModel):
         return f"{self.text}\n\n{self.notice}" if self.text else self.notice
 
 
-def _split_lines(text: str) -> list[str]:
+def split_lines(text: str) -> list[str]:
+    """`text`'s lines without their newlines (a final newline ends the last line)."""
     if not text:
         return []
     lines = text.split("\n")
@@ -81,17 +83,32 @@ def _check_limit(name: str, value: int | None) -> None:
 
 
 class _Limits:
-    """Checks a rendered output against the token and byte limits."""
+    """The token and byte limits as one counter: `count` measures a rendered output in the
+    limiting unit (tokens when there is a token limit, else bytes), and counts anything over
+    the other limit as over `limit`, so the budget primitive can search against both."""
 
     def __init__(
         self, max_tokens: int | None, max_bytes: int | None, counter: TokenCounter
     ) -> None:
         self.max_tokens, self.max_bytes, self.counter = max_tokens, max_bytes, counter
+        self.limit: int = max_tokens if max_tokens is not None else (max_bytes or 0)
+        self.name, self.exact = counter.name, counter.exact
+
+    def count(self, rendered: str) -> int:
+        size = len(rendered.encode("utf-8"))
+        if self.max_bytes is not None and size > self.max_bytes:
+            return self.limit + 1
+        return size if self.max_tokens is None else self.counter.count(rendered)
 
     def fits(self, rendered: str) -> bool:
-        if self.max_bytes is not None and len(rendered.encode("utf-8")) > self.max_bytes:
-            return False
-        return self.max_tokens is None or self.counter.count(rendered) <= self.max_tokens
+        return self.count(rendered) <= self.limit
+
+    def largest(self, render: Callable[[int], str], k_max: int, guess: int) -> int:
+        """The most lines (>= 1, at most `k_max`) whose `render` fits; 0 when none does."""
+        if k_max < 1:
+            return 0
+        fitted = largest_prefix(render, k_max, self.limit, self, lower=1, guess=guess)
+        return 0 if fitted is None else fitted.size
 
     def by(self) -> Literal["tokens", "bytes"]:
         return "tokens" if self.max_tokens is not None else "bytes"
@@ -120,47 +137,11 @@ class _Limits:
             k = fitting
         return k
 
-    def max_chars(self) -> int:
-        """No part longer than this can fit (a token is never over 64 characters)."""
-        bounds = [b for b in (self.max_bytes,) if b is not None]
-        if self.max_tokens is not None:
-            bounds.append((self.max_tokens + 1) * 64)
-        return min(bounds)
-
 
 def _may_fit_whole(guess: int, k_max: int) -> bool:
     """Whether the whole text is worth counting: line-by-line sums over-count joined text a
     little (a newline merges with the next line's indentation), never by a quarter."""
     return guess >= k_max * 3 // 4
-
-
-def _nonzero_and(fits: Callable[[int, int], bool], variant: int, k: int) -> bool:
-    return k > 0 and fits(k, variant)
-
-
-def _largest_fitting(k_max: int, first_guess: int, ok: Callable[[int], bool]) -> int:
-    """Largest k in [0, k_max] with ok(k) (0 if none): from a guess that is usually right,
-    galloping up or bisecting down, so only outputs near the answer's size are counted."""
-    k = min(max(first_guess, 0), k_max)
-    if ok(k):
-        lo, hi, step = k, k_max, 1
-        while lo < k_max:
-            nxt = min(k_max, lo + step)
-            if not ok(nxt):
-                hi = nxt - 1
-                break
-            lo, step = nxt, step * 2
-        else:
-            return lo
-    else:
-        lo, hi = 0, k - 1
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if ok(mid):
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo if lo > 0 and ok(lo) else 0
 
 
 def _prepare(
@@ -174,7 +155,7 @@ def _prepare(
     _check_limit("max_bytes", max_bytes)
     if max_tokens is None and max_bytes is None:
         max_bytes = DEFAULT_MAX_BYTES
-    return _split_lines(text), _Limits(max_tokens, max_bytes, get_counter(counter))
+    return split_lines(text), _Limits(max_tokens, max_bytes, get_counter(counter))
 
 
 def _first_notice_that_fits(body: str, notices: list[str], limits: _Limits) -> str | None:
@@ -216,11 +197,9 @@ def truncate_head(
             f"[Use offset={end + 1} to continue]",
         ]
 
-    def fits(k: int, variant: int) -> bool:
+    def render(k: int, variant: int) -> str:
         body = "\n".join(rest[:k])
-        if k == len(rest):
-            return limits.fits(body)
-        return limits.fits(f"{body}\n\n{notices(k, 'tokens')[variant]}")
+        return body if k == len(rest) else f"{body}\n\n{notices(k, 'tokens')[variant]}"
 
     k_max = min(len(rest), max_lines)
     guess = limits.guess_lines(rest[:k_max])
@@ -231,7 +210,7 @@ def truncate_head(
         )  # fmt: skip
     k = 0
     for variant in (0, 1):  # the full notice if any line fits with it, else the short one
-        k = _largest_fitting(k_max, guess, partial(_nonzero_and, fits, variant))
+        k = limits.largest(partial(render, variant=variant), k_max, guess)
         if k:
             break
     if k > 0:
@@ -269,11 +248,9 @@ def truncate_tail(
         limit = "" if by == "lines" else f" ({limits.unit_limit()})"
         return [f"[Showing lines {total - k + 1}-{total} of {total}{limit}{where}]", "[Truncated]"]
 
-    def fits(k: int, variant: int) -> bool:
+    def render(k: int, variant: int) -> str:
         body = "\n".join(lines[total - k :])
-        if k == total:
-            return limits.fits(body)
-        return limits.fits(f"{body}\n\n{notices(k, 'tokens')[variant]}")
+        return body if k == total else f"{body}\n\n{notices(k, 'tokens')[variant]}"
 
     k_max = min(total, max_lines)
     tail = lines[total - k_max :][::-1]
@@ -286,7 +263,7 @@ def truncate_tail(
         )  # fmt: skip
     k = 0
     for variant in (0, 1):  # the full notice if any line fits with it, else the short one
-        k = _largest_fitting(k_max, guess, partial(_nonzero_and, fits, variant))
+        k = limits.largest(partial(render, variant=variant), k_max, guess)
         if k:
             break
     if k > 0:
@@ -347,12 +324,11 @@ def _cut_line(line: str, suffix: str, limits: _Limits, *, head: bool) -> str | N
     if not limits.fits(suffix.lstrip()):
         return None
 
-    def part(n: int) -> str:
-        return line[:n] if head else line[len(line) - n :]
-
-    n = _largest_fitting(
-        min(len(line), limits.max_chars()), 0, lambda n: limits.fits(part(n) + suffix)
-    )
     if head:
-        return line[: snap_to_boundary(line, n)] if n < len(line) else line
-    return part(n)
+        fitted = cut_text(line, limits.limit, limits, render=lambda part: part + suffix)
+        return None if fitted is None else line[: fitted.size]
+    # The end of the line: the longest prefix of the reversed line, at any character.
+    fitted = cut_text(
+        line[::-1], limits.limit, limits, render=lambda rev: rev[::-1] + suffix, at_boundary=False
+    )
+    return None if fitted is None else line[len(line) - fitted.size :]

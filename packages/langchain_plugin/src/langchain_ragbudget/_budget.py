@@ -164,9 +164,7 @@ class BudgetOptions(BaseModel):
         counter = get_counter(self.counter)
         ids = _chunk_ids(docs)
         chunks = [
-            Chunk(
-                id=ids[i], text=self._render(d) + self.document_separator, score=self._score(d, i)
-            )
+            Chunk(id=ids[i], text=self._render(d), score=self._score(d, i))
             for i, d in enumerate(docs)
         ]
         if k is not None and k < len(chunks):
@@ -177,6 +175,7 @@ class BudgetOptions(BaseModel):
             counter=counter,
             strategy=self.strategy,
             oversize=self.oversize,
+            separator=self.document_separator,  # the context is counted as joined
         )
         position = {cid: i for i, cid in enumerate(ids)}
         cut_ids = set(result.info.cut_ids)
@@ -211,7 +210,7 @@ class BudgetOptions(BaseModel):
 
         fit() cut the rendered text; the caller gets a Document, so the cut is redone on the
         content itself, counted through the formatter, within the tokens fit() gave it."""
-        if self.document_formatter is None and not self.document_separator:
+        if self.document_formatter is None:
             return chunk.text, tokens  # the rendered text is the content: fit's cut stands
         framed = _FramedCounter(counter, doc, self)
         total = framed.count(doc.page_content)

@@ -23,19 +23,9 @@ TRUNCATION_EVENT = "ragbudget_truncation"
 
 
 def _log(info: TruncationInfo) -> None:
-    # fit() has already warned on the "ragbudget" logger when it truncated; this line says
-    # that the event went out, for whoever follows this package's logger.
-    logger.debug(
-        "%s: returned %d of %d documents (%d dropped, %d cut), %d of %d tokens (%s)",
-        TRUNCATION_EVENT,
-        info.returned_count,
-        info.original_count,
-        len(info.dropped_ids),
-        len(info.cut_ids),
-        info.used_tokens,
-        info.max_tokens,
-        info.counter,
-    )
+    """Truncation is the normal outcome: one DEBUG line per call, document-level figures."""
+    if logger.isEnabledFor(logging.DEBUG):
+        logger.debug("%s: %s", TRUNCATION_EVENT, info.summary())
 
 
 def _has_parent(callbacks: Callbacks) -> bool:

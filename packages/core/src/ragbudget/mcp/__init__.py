@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ragbudget.mcp.auth import BearerTokenVerifier
-    from ragbudget.mcp.budgeting import clamp_budget
+    from ragbudget.mcp.budgeting import BudgetExceededError, clamp_budget
     from ragbudget.mcp.server import create_server, open_store
     from ragbudget.mcp.settings import DEFAULT_MAX_TOKENS_CEILING, ServerSettings
     from ragbudget.mcp.tools import ServerStats
 
 _WHERE = {
     "BearerTokenVerifier": "ragbudget.mcp.auth",
+    "BudgetExceededError": "ragbudget.mcp.budgeting",
     "DEFAULT_MAX_TOKENS_CEILING": "ragbudget.mcp.settings",
     "ServerSettings": "ragbudget.mcp.settings",
     "ServerStats": "ragbudget.mcp.tools",
@@ -32,6 +33,7 @@ _WHERE = {
 __all__ = [
     "DEFAULT_MAX_TOKENS_CEILING",
     "BearerTokenVerifier",
+    "BudgetExceededError",
     "ServerSettings",
     "ServerStats",
     "clamp_budget",

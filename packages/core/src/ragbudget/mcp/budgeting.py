@@ -1,38 +1,35 @@
 """The server's side of the budget: the ceiling, and a last check of what the model will read.
 
-The store already guarantees `counter.count(response.to_text()) <= max_tokens`. The server
-counts the final text once more before sending it (the MCP server is the last step before the
-model, and a protocol-visible overflow is the one failure this project exists to prevent). If
-the store ever overshoots, the server asks again with the budget lowered by the overshoot, and
-gives up with an error rather than send an over-budget result.
+The store budgets its own rendering and reports the count it measured
+(`SearchResponse.measured()`); the server checks that count against the call's budget once,
+before sending, without counting again. The check cannot fire silently: were the store ever to
+overshoot, the call fails with an error (logged at ERROR) instead of sending an over-budget
+result.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Protocol, TypeVar
+from typing import Protocol
 
 from ragbudget.counters import TokenCounter
+from ragbudget.errors import RagbudgetError
 
-__all__ = ["BudgetExceededError", "clamp_budget", "fit_text"]
+__all__ = ["BudgetExceededError", "checked_text", "clamp_budget"]
 
 logger = logging.getLogger(__name__)
 
-RETRIES = 3
-
 
 class Rendered(Protocol):
-    """A store response: what it renders for the model."""
+    """A store response: what it renders for the model, and what the store measured of it."""
 
     def to_text(self) -> str: ...
 
+    def measured(self) -> tuple[str, int] | None: ...
 
-R = TypeVar("R", bound=Rendered)
 
-
-class BudgetExceededError(ValueError):
-    """No response within the budget could be produced."""
+class BudgetExceededError(RagbudgetError, ValueError):
+    """A response over its budget reached the server's last check: a bug, never sent."""
 
 
 def clamp_budget(requested: int, ceiling: int) -> tuple[int, str | None]:
@@ -45,48 +42,25 @@ def clamp_budget(requested: int, ceiling: int) -> tuple[int, str | None]:
     return ceiling, notice
 
 
-def fit_text(
-    fetch: Callable[[int], R],
-    budget: int,
-    counter: TokenCounter,
-    *,
-    retry_errors: tuple[type[Exception], ...] = (ValueError,),
-) -> tuple[R, str, int]:
-    """`fetch(budget)`, checked: its text counts at most `budget` tokens by `counter`.
+def checked_text(response: Rendered, budget: int, counter: TokenCounter) -> tuple[str, int]:
+    """The text the model will read and its token count, checked against `budget`.
 
-    Blocking (it runs the store call and the count); call it from a worker thread. When the
-    store overshoots, `fetch` is called again with the budget lowered by the overshoot; if that
-    fails too (or raises one of `retry_errors`, e.g. "too small for an empty response"), the
-    error names the caller's budget and the smallest size seen, so the advice is usable.
+    Uses the store's own measure when it has one (counted once, by the same counter), else
+    counts `to_text()`.
 
     Raises:
-        BudgetExceededError: no fitting text; the message says which max_tokens to ask for.
-        Whatever the first `fetch(budget)` raises (the store's `StoreError` for bad arguments).
+        BudgetExceededError: the text is over the budget (logged at ERROR: a store bug).
     """
-    target, smallest = budget, 0
-    for attempt in range(RETRIES):
-        try:
-            response = fetch(target)
-        except retry_errors:
-            if attempt == 0:
-                raise
-            break
+    measured = response.measured()
+    if measured is None:
         text = response.to_text()
-        used = counter.count(text)
-        if used <= budget:
-            return response, text, used
-        logger.warning(
-            "the store rendered %d tokens for a %d-token budget (asked %d); asking again",
-            used,
-            budget,
-            target,
+        measured = (text, counter.count(text))
+    text, used = measured
+    if used > budget:
+        msg = (
+            f"the response counts {used:,} tokens by {counter.name}, over its {budget:,}-token "
+            "budget; it was not sent (please report this as a ragbudget bug)"
         )
-        smallest = used if not smallest else min(smallest, used)
-        target -= used - budget
-        if target < 1:
-            break
-    msg = (
-        f"max_tokens={budget:,} cannot hold this response (the smallest measured "
-        f"{smallest:,} tokens by {counter.name}); use max_tokens >= {smallest}"
-    )
-    raise BudgetExceededError(msg)
+        logger.error(msg)
+        raise BudgetExceededError(msg)
+    return text, used

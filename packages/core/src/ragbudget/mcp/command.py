@@ -57,6 +57,11 @@ def _configure_logging(level: str) -> None:
     root.handlers[:] = [handler]
     root.setLevel(level)
     root.propagate = False
+    # fastmcp echoes every log message sent to a client on this logger and lowers the record
+    # to DEBUG only after the level check, so it would print DEBUG blocks at any level. The
+    # server logs those messages itself (ragbudget.mcp.tools, INFO): below DEBUG, mute the echo.
+    echo = logging.getLogger("fastmcp.server.context.to_client")
+    echo.setLevel(logging.DEBUG if level == "DEBUG" else logging.CRITICAL + 1)
 
 
 def _one_location(

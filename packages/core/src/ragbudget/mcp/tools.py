@@ -2,8 +2,8 @@
 
 Budget rule for `search` and `read_document`: the text content blocks a client receives,
 counted one by one with the server's counter, add up to at most the effective `max_tokens`.
-The result's single data block is the store's own `to_text()` (budgeted by the store, and
-counted again by the server before it leaves: see `budgeting`); when the ask was above the
+The result's single data block is the store's own `to_text()` (budgeted by the store, whose
+measured count the server checks before it leaves: see `budgeting`); when the ask was above the
 server's ceiling, a short clamp notice comes first as its own block and the store gets the
 ceiling minus that notice's tokens. The structured content (the pydantic response, matching
 the declared output schema) is not sent a second time as text.
@@ -29,7 +29,7 @@ from mcp_types import TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragbudget.counters import TokenCounter
-from ragbudget.mcp.budgeting import BudgetExceededError, clamp_budget, fit_text
+from ragbudget.mcp.budgeting import BudgetExceededError, checked_text, clamp_budget
 from ragbudget.mcp.roots import OutsideRootsError, check_ingest_paths
 from ragbudget.mcp.settings import ServerSettings
 from ragbudget.store import (
@@ -117,11 +117,8 @@ async def _budgeted(
     blocks: list[TextContent] = [] if notice is None else [TextContent(type="text", text=notice)]
     reserved = 0 if notice is None else state.counter.count(notice)
     try:
-        response, text, used = await anyio.to_thread.run_sync(
-            partial(
-                fit_text, fetch, effective - reserved, state.counter, retry_errors=(StoreError,)
-            )
-        )
+        response = await anyio.to_thread.run_sync(fetch, effective - reserved)
+        text, used = checked_text(response, effective - reserved, state.counter)
     except (StoreError, BudgetExceededError) as exc:
         raise _refuse(exc) from exc
     message = warning(response, effective - reserved)

@@ -6,7 +6,9 @@ JSON, fields left out when None); the store guarantees that text counts at most 
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Self
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from ragbudget.models import TruncationInfo
 
@@ -18,6 +20,27 @@ __all__ = [
     "SearchResult",
     "StoreStats",
 ]
+
+
+class _Rendered(BaseModel):
+    """A response the store rendered and counted: the count travels with it, so the server's
+    last check of what it sends needs no second count."""
+
+    _measured: tuple[str, int] | None = PrivateAttr(default=None)
+
+    def to_text(self) -> str:
+        """Exactly the text a model reads: this response as compact JSON, None fields left out."""
+        return self.model_dump_json(exclude_none=True)
+
+    def measured(self) -> tuple[str, int] | None:
+        """`(to_text(), its token count)` as the store measured them within the budget; None
+        for a response the store did not budget (e.g. built by hand)."""
+        return self._measured
+
+    def with_measure(self, text: str, tokens: int) -> Self:
+        """This response, marked with the rendering and count the store measured."""
+        self._measured = (text, tokens)
+        return self
 
 
 class SearchResult(BaseModel):
@@ -44,7 +67,7 @@ class SearchResult(BaseModel):
     )
 
 
-class SearchResponse(BaseModel):
+class SearchResponse(_Rendered):
     """A budgeted page of search results; `to_text()` counts at most the `max_tokens` asked for."""
 
     model_config = ConfigDict(extra="forbid")
@@ -64,12 +87,8 @@ class SearchResponse(BaseModel):
         description="One line telling the model what it is not seeing and how to get it.",
     )
 
-    def to_text(self) -> str:
-        """Exactly the text a model reads: this response as compact JSON, None fields left out."""
-        return self.model_dump_json(exclude_none=True)
 
-
-class ReadResponse(BaseModel):
+class ReadResponse(_Rendered):
     """Lines of a stored document; `to_text()` counts at most the `max_tokens` asked for."""
 
     model_config = ConfigDict(extra="forbid")
@@ -87,10 +106,6 @@ class ReadResponse(BaseModel):
         default=None,
         description="One line telling the model what it is not seeing and how to get it.",
     )
-
-    def to_text(self) -> str:
-        """Exactly the text a model reads: this response as compact JSON, None fields left out."""
-        return self.model_dump_json(exclude_none=True)
 
 
 class StoreStats(BaseModel):

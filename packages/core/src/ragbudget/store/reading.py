@@ -6,9 +6,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from ragbudget.counters import TokenCounter
-from ragbudget.store.errors import StoreError, least_budget
+from ragbudget.fitting import cut_text, largest_prefix, least_budget
+from ragbudget.store.errors import StoreError
 from ragbudget.store.models import ReadResponse
-from ragbudget.truncate import TextTruncation, truncate_head
+from ragbudget.truncate import split_lines
 
 __all__ = ["budget_read", "rebuild_text"]
 
@@ -31,12 +32,6 @@ def rebuild_text(records: Sequence[tuple[str, dict[str, Any]]]) -> str:
     return "".join(parts)
 
 
-def _line_count(text: str) -> int:
-    if not text:
-        return 0
-    return text.count("\n") + (0 if text.endswith("\n") else 1)
-
-
 def budget_read(
     source: str,
     text: str,
@@ -46,63 +41,89 @@ def budget_read(
     max_tokens: int,
     counter: TokenCounter,
 ) -> ReadResponse:
-    """Lines of `text` from `offset`, at most `limit` of them, rendered within `max_tokens`."""
-    total = _line_count(text)
+    """Lines of `text` from `offset`, at most `limit` of them, rendered within `max_tokens`.
+
+    The page is the largest run of whole lines whose rendered response fits (the budget
+    primitive counts the response as rendered, escaping and notice included); a first line
+    alone over the budget is shown cut, with the offset of the next line.
+    """
+    lines = split_lines(text)
+    total = len(lines)
     if offset > max(total, 1):
         msg = f"offset {offset} is past the end: {source} has {total:,} lines"
         raise StoreError(msg)
-    max_lines = limit if limit is not None else max(total - offset + 1, 1)
+    rest = lines[offset - 1 :]
+    k_max = len(rest) if limit is None else min(limit, len(rest))
+    more = f". Use offset={offset + 1} to continue" if offset < total else ""
 
-    def respond(t: TextTruncation, limit: int = max_tokens) -> ReadResponse:
+    def page(k: int, budget: int = max_tokens) -> ReadResponse:
+        end = offset + k - 1
+        truncated = k < len(rest)
         notice = None
-        if t.truncated:
-            budget = "" if t.truncated_by == "lines" else f" ({limit:,}-token budget)"
-            more = f". Use offset={t.next_offset} to continue" if t.next_offset else ""
-            if t.partial_line:
-                line = t.start_line
-                notice = f"[Line {line} alone is over the budget{budget}; showing its start{more}]"
-            elif t.output_lines == 0:
-                notice = f"[Line {offset} does not fit the budget{budget}; raise max_tokens]"
+        if truncated:
+            by_budget = "" if k == limit else f" ({budget:,}-token budget)"
+            if k == 0:
+                notice = f"[Line {offset} does not fit the budget{by_budget}; raise max_tokens]"
             else:
-                notice = f"[Showing lines {t.start_line}-{t.end_line} of {total:,}{budget}{more}]"
-        return ReadResponse(
-            source=source,
-            text=t.text,
-            start_line=t.start_line,
-            end_line=t.end_line,
-            total_lines=total,
-            next_offset=t.next_offset,
-            truncated=t.truncated,
-            notice=notice,
-        )
+                notice = (
+                    f"[Showing lines {offset}-{end} of {total:,}{by_budget}. "
+                    f"Use offset={end + 1} to continue]"
+                )
+        return _response(source, "\n".join(rest[:k]), offset, k, total, truncated, notice)
 
-    # What is returned when not even part of a line fits.
-    nothing = TextTruncation(
-        text="", truncated=True, truncated_by="tokens", output_lines=0, total_lines=total
-    )
-    shell = respond(nothing)
+    def cut_line(kept: str) -> ReadResponse:
+        notice = (
+            f"[Line {offset} alone is over the budget ({max_tokens:,}-token budget); "
+            f"showing its start{more}]"
+        )
+        return _response(source, kept, offset, 1, total, True, notice)
+
+    shell = page(0)
     floor = counter.count(shell.to_text())
     if floor > max_tokens:
-        floor = least_budget(floor, lambda m: counter.count(respond(nothing, m).to_text()))
+        floor = least_budget(floor, lambda m: counter.count(page(0, m).to_text()))
         msg = (
             f"max_tokens={max_tokens} cannot hold even an empty read of {source}, which needs "
             f"{floor} tokens; use max_tokens >= {floor}"
         )
         raise StoreError(msg)
-    # The text's own limit: the budget less the envelope, corrected by what JSON escaping
-    # adds until the rendered response fits (a few rounds at most).
-    room = max_tokens - floor + counter.count(shell.notice or "")
-    for _ in range(16):
-        if room < 1:
-            break
-        cut = truncate_head(
-            text, max_lines=max_lines, max_tokens=room, offset=offset, counter=counter
-        )
-        if not cut.text and cut.truncated:
-            break
-        response = respond(cut)
-        size = counter.count(response.to_text())
-        if size <= max_tokens:
-            return response
-        room -= max(size - max_tokens, room // 16, 1)
-    return shell
+    if k_max == 0:
+        return shell.with_measure(shell.to_text(), floor)
+    fitted = largest_prefix(
+        lambda k: page(k).to_text(), k_max, max_tokens, counter, lower=1,
+        guess=_guess_lines(rest[:k_max], max_tokens),
+    )  # fmt: skip
+    if fitted is not None:
+        return page(fitted.size).with_measure(fitted.text, fitted.tokens)
+    # The first line alone is over the budget: its start, cut at a word where one is near.
+    cut = cut_text(rest[0], max_tokens, counter, render=lambda kept: cut_line(kept).to_text())
+    if cut is None or cut.size == 0:
+        return shell.with_measure(shell.to_text(), floor)
+    return cut_line(rest[0][: cut.size]).with_measure(cut.text, cut.tokens)
+
+
+def _response(
+    source: str, text: str, offset: int, k: int, total: int, truncated: bool, notice: str | None
+) -> ReadResponse:
+    end = offset + k - 1
+    return ReadResponse(
+        source=source,
+        text=text,
+        start_line=offset if k else None,
+        end_line=end if k else None,
+        total_lines=total,
+        next_offset=end + 1 if k and end < total else None,
+        truncated=truncated,
+        notice=notice,
+    )
+
+
+def _guess_lines(lines: list[str], max_tokens: int) -> int:
+    """How many lines a budget may hold, from their lengths (about 3 characters a token as
+    escaped in JSON): where the search starts, never what it returns."""
+    room = 3 * max_tokens
+    for k, line in enumerate(lines):
+        room -= len(line) + 2
+        if room < 0:
+            return max(k, 1)
+    return len(lines)

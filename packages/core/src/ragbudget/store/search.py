@@ -16,12 +16,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ragbudget._cut import cut_to_tokens
+from ragbudget._cut import with_marker
 from ragbudget.budget import CUT_MARKER
 from ragbudget.counters import LazyCounts, TokenCounter
+from ragbudget.fitting import cut_text, largest_prefix, least_budget
 from ragbudget.models import TruncationInfo
 from ragbudget.store.embedding import features
-from ragbudget.store.errors import StoreError, least_budget
+from ragbudget.store.errors import StoreError
 from ragbudget.store.models import SearchResponse, SearchResult
 
 __all__ = ["Hit", "budget_response", "fetch_ranked", "snippet"]
@@ -300,36 +301,23 @@ def budget_response(
                 f"{needed} tokens; use max_tokens >= {needed}"
             )
             raise StoreError(msg)
-        return empty
+        return empty.with_measure(empty.to_text(), needed)
     # A guess from stored counts: each text as escaped in JSON plus the fields around it (one
-    # result's skeleton counted once), over the envelope of a response without results. Then
-    # one count of the rendered response decides; a wrong guess costs one more count or two.
+    # result's skeleton counted once), over the envelope of a response without results. The
+    # budget primitive then counts the rendered response from that guess: one count when the
+    # guess is right, a few more when it is off.
     base = page.size(page.assemble(0))
     skeleton = results[0].model_copy(update={"text": ""}).model_dump_json(exclude_none=True)
     per_result = counter.count(skeleton) + 1
-    cost = [in_json[i] + per_result for i in range(n)]
     k, room = 0, max_tokens - base
-    while k < n and cost[k] <= room:
-        room -= cost[k]
+    while k < n and in_json[k] + per_result <= room:
+        room -= in_json[k] + per_result
         k += 1
-    if k:
-        best = page.assemble(k)
-        size = page.size(best)
-        while size > max_tokens and k > 0:  # the guess was off: drop enough, count again
-            over = size - max_tokens
-            while k > 0 and over > 0:
-                k -= 1
-                over -= cost[k]
-            best = page.assemble(k)
-            size = page.size(best)
-        while 0 < k < n and size + cost[k] <= max_tokens:
-            grown = page.assemble(k + 1)  # the guess left room: try one more
-            grown_size = page.size(grown)
-            if grown_size > max_tokens:
-                break
-            k, size, best = k + 1, grown_size, grown
-        if k:
-            return best
+    fitted = largest_prefix(
+        lambda j: page.assemble(j).to_text(), n, max_tokens, counter, lower=1, guess=max(k, 1)
+    )
+    if fitted is not None:
+        return page.assemble(fitted.size).with_measure(fitted.text, fitted.tokens)
     return _cut_first(page, results[0], raw[0])
 
 
@@ -364,23 +352,26 @@ def _cut_first(page: _Page, first: SearchResult, total_tokens: int) -> SearchRes
             f"which needs {least} tokens; use max_tokens >= {least}"
         )
         raise StoreError(msg)
-    target = page.max_tokens - needed + page.counter.count(marker.lstrip())
-    for _ in range(64):
-        cut_text = cut_to_tokens(first.text, target, page.counter, marker)
-        if cut_text is None or cut_text == marker.lstrip():
-            break
-        shown = cut_text.removesuffix(marker)
+
+    def response(kept: str) -> SearchResponse:
+        shown = with_marker(kept, marker)
         cut = first.model_copy(
             update={
-                "text": cut_text,
-                "end_line": first.start_line + shown.count("\n"),
-                "tokens": page.counter.count(cut_text) if first.tokens is not None else None,
+                "text": shown,
+                "end_line": first.start_line + kept.rstrip().count("\n"),
+                "tokens": page.counter.count(shown) if first.tokens is not None else None,
                 "cut": True if first.cut is not None else None,
             }
         )
-        response = page.assemble(1, cut=cut)
-        size = page.size(response)
-        if size <= page.max_tokens:
-            return response
-        target -= max(1, size - page.max_tokens)
-    return smallest
+        return page.assemble(1, cut=cut)
+
+    # The cut is measured as the whole response renders it, envelope and escaping included.
+    fitted = cut_text(
+        first.text,
+        page.max_tokens,
+        page.counter,
+        render=lambda kept: response(kept).to_text(),
+    )
+    if fitted is None or fitted.size == 0:
+        return smallest.with_measure(smallest.to_text(), needed)
+    return response(first.text[: fitted.size]).with_measure(fitted.text, fitted.tokens)

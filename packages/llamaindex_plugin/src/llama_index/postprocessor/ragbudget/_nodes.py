@@ -8,49 +8,24 @@ fits; a node whose header alone does not fit stays oversized and `fit` drops it.
 
 from __future__ import annotations
 
-import logging
 import math
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextNode
 
 from ragbudget import CUT_MARKER, Chunk, TokenCounter, TruncationInfo, count_many, fit
+from ragbudget._cut import with_marker
 from ragbudget.budget import Oversize, Strategy
+from ragbudget.fitting import cut_text
 
 __all__ = ["TAG_KEY", "NodeFit", "fit_nodes"]
 
 TAG_KEY = "ragbudget"
 """The metadata key each returned node gets: `{"tokens": int, "rank": int, "cut": bool}`."""
 
-_MARKER_HEAD = CUT_MARKER.split("{", 1)[0]
-
-# The plugin logs one summary per call with node-level figures; the core's own log lines for
-# the fits made on its behalf (the ranking fit, and one per text cut) would repeat it with
-# chunk-level figures, so they are filtered out while the plugin runs. The flag is a context
-# variable: other threads and tasks calling `ragbudget.fit` directly still log.
-_quiet: ContextVar[bool] = ContextVar("ragbudget_llamaindex_quiet", default=False)
-
-
-class _QuietWhilePlugin(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not _quiet.get()
-
-
-_core_logger = logging.getLogger("ragbudget")
-if not any(isinstance(f, _QuietWhilePlugin) for f in _core_logger.filters):
-    _core_logger.addFilter(_QuietWhilePlugin())
-
-
-@contextmanager
-def _core_quiet() -> Iterator[None]:
-    token = _quiet.set(True)
-    try:
-        yield
-    finally:
-        _quiet.reset(token)
+_TAG_HIDDEN = (MetadataMode.LLM, MetadataMode.EMBED, MetadataMode.NONE)
+"""Renderings the tag does not show in (it is excluded from LLM and embed metadata)."""
 
 
 @dataclass(frozen=True)
@@ -117,39 +92,44 @@ class _MemoCounter:
 
 
 def _cut_node(node: BaseNode, room: int, memo: _MemoCounter, mode: MetadataMode) -> BaseNode | None:
-    """A copy of `node` whose text is cut so its rendered content counts <= `room` tokens.
-
-    None when not even the header with a cut marker fits. The text budget starts at the room
-    minus the header's count and shrinks by the overshoot until the rendered content fits
-    (tokens at the header/text seam do not add up exactly).
-    """
+    """A copy of `node` whose text is cut (at the best boundary, with a marker) so that its
+    rendered content, header included, counts <= `room` tokens; `end_char_idx` moves to the
+    end of the kept text. None when not even the header with the marker fits."""
     text = node.get_content(metadata_mode=MetadataMode.NONE)
+    marker = CUT_MARKER.format(limit=room, total=memo.count(node.get_content(metadata_mode=mode)))
     copy = node.model_copy(deep=True)
-    copy.set_content("")
-    budget = room - memo.count(copy.get_content(metadata_mode=mode))
-    while budget > 0:
-        with _core_quiet():
-            # the raw counter: the prefixes bisection tries are not worth remembering
-            result = fit([Chunk(id="text", text=text)], budget, counter=memo.inner)
-        if not result.chunks:
-            return None
-        cut_text = result.chunks[0].text
-        copy.set_content(cut_text)
-        n = memo.count(copy.get_content(metadata_mode=mode))  # fit counts it again
-        if n <= room:
-            _move_end_char_idx(copy, text, cut_text)
-            return copy
-        budget -= max(1, n - room)
-    return None
+
+    def render(kept: str) -> str:
+        copy.set_content(with_marker(kept, marker))
+        return copy.get_content(metadata_mode=mode)
+
+    # the raw counter: the prefixes the search tries are not worth remembering
+    fitted = cut_text(text, room, memo.inner, render=render)
+    if fitted is None or fitted.size == 0:
+        return None
+    kept = text[: fitted.size]
+    copy.set_content(with_marker(kept, marker))
+    if isinstance(copy, TextNode) and copy.start_char_idx is not None:
+        copy.end_char_idx = copy.start_char_idx + len(kept.rstrip())
+    return copy
 
 
-def _move_end_char_idx(node: BaseNode, text: str, cut_text: str) -> None:
-    """Point `end_char_idx` at the end of the kept prefix (for citations/highlighting)."""
-    if not isinstance(node, TextNode) or node.start_char_idx is None:
-        return
-    kept = cut_text.rfind(_MARKER_HEAD)
-    if kept >= 0 and text.startswith(cut_text[:kept]):
-        node.end_char_idx = node.start_char_idx + kept
+def _final(
+    node: BaseNode, memo: _MemoCounter, mode: MetadataMode, *, tokens: int, rank: int, cut: bool
+) -> tuple[BaseNode, int]:
+    """`node` tagged, and the count of its content as rendered with the tag. Where the tag
+    shows (`MetadataMode.ALL`), it holds its own node's count: a few rounds find the count
+    that stays the same once written."""
+    tagged = _tagged(node, tokens=tokens, rank=rank, cut=cut)
+    if mode in _TAG_HIDDEN:
+        return tagged, tokens
+    for _ in range(4):
+        n = memo.count(tagged.get_content(metadata_mode=mode))
+        if n == tokens:
+            break
+        tokens = n
+        tagged = _tagged(node, tokens=tokens, rank=rank, cut=cut)
+    return tagged, memo.count(tagged.get_content(metadata_mode=mode))
 
 
 def fit_nodes(
@@ -174,14 +154,19 @@ def fit_nodes(
             raise TypeError(msg)
     memo = _MemoCounter(counter)
     ids = _unique_ids(nodes)
-    contents = [nws.node.get_content(metadata_mode=metadata_mode) for nws in nodes]
+    sources = [nws.node for nws in nodes]
+    if metadata_mode not in _TAG_HIDDEN:  # the tag shows: count each node with the widest tag
+        sources = [
+            _tagged(n.model_copy(deep=True), tokens=max_tokens, rank=len(nodes), cut=False)
+            for n in sources
+        ]
+    contents = [node.get_content(metadata_mode=metadata_mode) for node in sources]
     cut_nodes: dict[str, BaseNode] = {}
     if oversize == "truncate" and max_tokens > 0:
-        counts = memo.count_batch(contents)
-        for k, n in enumerate(counts):
+        for k, n in enumerate(memo.count_batch(contents)):
             if n <= max_tokens:
                 continue
-            cut = _cut_node(nodes[k].node, max_tokens, memo, metadata_mode)
+            cut = _cut_node(sources[k], max_tokens, memo, metadata_mode)
             if cut is not None:
                 cut_nodes[ids[k]] = cut
                 contents[k] = cut.get_content(metadata_mode=metadata_mode)
@@ -189,32 +174,48 @@ def fit_nodes(
         Chunk(id=cid, text=content, score=_score(nws))
         for cid, content, nws in zip(ids, contents, nodes, strict=True)
     ]
-    with _core_quiet():
-        result = fit(
-            chunks,
-            max_tokens,
-            counter=memo,
-            strategy=strategy,
-            oversize="drop",  # what is still oversized cannot be cut to fit
-            order="original",
-        )
+    result = fit(
+        chunks,
+        max_tokens,
+        counter=memo,
+        strategy=strategy,
+        oversize="drop",  # what is still oversized cannot be cut to fit
+        order="original",
+    )
 
     index_of = {cid: k for k, cid in enumerate(ids)}
     out: list[NodeWithScore] = []
+    counts: list[int] = []
     for chunk, tokens, rank in zip(result.chunks, result.tokens, result.ranks, strict=True):
         source = nodes[index_of[chunk.id]]
         node = cut_nodes[chunk.id] if chunk.id in cut_nodes else source.node.model_copy(deep=True)
-        tagged = _tagged(node, tokens=tokens, rank=rank, cut=chunk.id in cut_nodes)
+        tagged, n = _final(
+            node, memo, metadata_mode, tokens=tokens, rank=rank, cut=chunk.id in cut_nodes
+        )
         out.append(NodeWithScore(node=tagged, score=source.score))
+        counts.append(n)
 
     info = result.info
-    cut_ids = [chunk.id for chunk in result.chunks if chunk.id in cut_nodes]
-    if cut_ids:
-        info = info.model_copy(
-            update={
-                "truncated": True,
-                "reason": "token_budget" if info.dropped_ids else "chunk_cut",
-                "cut_ids": cut_ids,
-            }
+    # Measured as returned (tag included where it shows): the lowest-ranked leave while the
+    # sum is over, which the widest tag counted up front makes all but impossible.
+    ranks = list(result.ranks)
+    while sum(counts) > max_tokens:
+        worst = max(range(len(ranks)), key=ranks.__getitem__)
+        info = info.model_copy(update={"dropped_ids": [*info.dropped_ids, result.chunks[worst].id]})
+        for seq in (out, counts, ranks):
+            del seq[worst]
+        result = result.model_copy(
+            update={"chunks": [c for i, c in enumerate(result.chunks) if i != worst]}
         )
+    kept_ids = [chunk.id for chunk in result.chunks]
+    cut_ids = [cid for cid in kept_ids if cid in cut_nodes]
+    info = info.model_copy(
+        update={
+            "truncated": bool(info.dropped_ids or cut_ids),
+            "reason": "token_budget" if info.dropped_ids else ("chunk_cut" if cut_ids else None),
+            "cut_ids": cut_ids,
+            "returned_count": len(out),
+            "used_tokens": sum(counts),
+        }
+    )
     return NodeFit(nodes=out, info=info)

@@ -100,8 +100,9 @@ class TokenBudgetPostprocessor(BaseNodePostprocessor):
         Every call dispatches one :class:`TokenBudgetEvent` (``event.info`` is the
         ``ragbudget.TruncationInfo``: dropped and cut node ids, tokens used, the counter)
         through ``get_dispatcher("llama_index.postprocessor.ragbudget.base")``; handlers on
-        the root dispatcher see it too. A call that drops or cuts logs one warning on the
-        ``llama_index.postprocessor.ragbudget.base`` logger.
+        the root dispatcher see it too. Each call logs one DEBUG line (what was kept, dropped
+        and cut) on the ``llama_index.postprocessor.ragbudget.base`` logger: truncation is
+        the normal outcome, not something to warn about.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -212,22 +213,6 @@ def _event(result: NodeFit, query_bundle: QueryBundle | None) -> TokenBudgetEven
 
 
 def _log(info: TruncationInfo) -> None:
-    if info.truncated:
-        logger.warning(
-            "ragbudget: kept %d of %d nodes (%d dropped, %d cut), %d of %d tokens (%s)",
-            info.returned_count,
-            info.original_count,
-            len(info.dropped_ids),
-            len(info.cut_ids),
-            info.used_tokens,
-            info.max_tokens,
-            info.counter,
-        )
-    else:
-        logger.debug(
-            "ragbudget: %d nodes use %d of %d tokens (%s)",
-            info.returned_count,
-            info.used_tokens,
-            info.max_tokens,
-            info.counter,
-        )
+    """Truncation is the normal outcome: one DEBUG line per call (node-level figures)."""
+    if logger.isEnabledFor(logging.DEBUG):
+        logger.debug("ragbudget nodes: %s", info.summary())

@@ -1,0 +1,244 @@
+"""The budget primitive: the largest rendering that fits, measured.
+
+ragbudget's one idea, "the largest text whose *rendered* form fits the budget", in two shapes:
+
+- `largest_prefix(render, upper, max_tokens, counter)`: the largest `k` (items, lines, results)
+  whose rendering `render(k)` counts at most `max_tokens`. The rendering is counted as a whole,
+  joins and envelope included, because BPE counts do not add up across joins.
+- `cut_text(text, max_tokens, counter, render=...)`: the longest cut `text[:n]`, at the best
+  paragraph/sentence/line/word boundary (else a character), whose rendering fits.
+
+Both return a `Fitted`: where the cut is (`size`: items kept, or the cut position in the text),
+the rendering that was measured, and its count. Nothing downstream parses the rendering to
+learn where a cut happened. `least_budget` names the smallest budget whose own rendering fits,
+for "use max_tokens >= N" advice when the budget is written into the rendering itself.
+
+The searches assume that a longer prefix never renders to fewer tokens, which holds for real
+tokenizers and the estimate in practice; what they return is always measured, so the
+guarantee (`tokens <= max_tokens`) never rests on that assumption.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ragbudget._checks import check_int
+from ragbudget.counters import CounterSpec, TokenCounter, get_counter
+
+__all__ = ["Fitted", "boundaries", "cut_text", "largest_prefix", "least_budget"]
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """A rendering that fits, and where it was cut."""
+
+    size: int
+    """Items kept (`largest_prefix`) or the cut position in the text (`cut_text`)."""
+    text: str
+    """The rendering, exactly as measured."""
+    tokens: int
+    """Its count by the counter; at most the budget."""
+
+
+class _Measure:
+    """Renders and counts each candidate once, remembering the best fitting one."""
+
+    def __init__(self, render: Callable[[int], str], max_tokens: int, tc: TokenCounter) -> None:
+        self.render, self.max_tokens, self.tc = render, max_tokens, tc
+        self.seen: dict[int, tuple[str, int]] = {}
+
+    def size(self, k: int) -> int:
+        if k not in self.seen:
+            text = self.render(k)
+            self.seen[k] = (text, self.tc.count(text))
+        return self.seen[k][1]
+
+    def fits(self, k: int) -> bool:
+        return self.size(k) <= self.max_tokens
+
+    def result(self, k: int) -> Fitted:
+        self.size(k)
+        text, tokens = self.seen[k]
+        return Fitted(k, text, tokens)
+
+
+def _gallop(fits: Callable[[int], bool], lower: int, upper: int, guess: int) -> int | None:
+    """Largest k in [lower, upper] with fits(k), for fits true up to the answer and false after
+    it; None when not even `lower` fits. Gallops up from `guess` or bisects below it, so only
+    candidates near the answer are tried."""
+    k = min(max(guess, lower), upper)
+    if fits(k):
+        lo, hi, step = k, upper, 1
+        while lo < upper:
+            nxt = min(upper, lo + step)
+            if not fits(nxt):
+                hi = nxt - 1
+                break
+            lo, step = nxt, step * 2
+        else:
+            return lo
+    else:
+        if k == lower:
+            return None
+        lo, hi = lower, k - 1
+        if not fits(lo):
+            return None
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def largest_prefix(
+    render: Callable[[int], str],
+    upper: int,
+    max_tokens: int,
+    counter: CounterSpec = None,
+    *,
+    lower: int = 0,
+    guess: int | None = None,
+) -> Fitted | None:
+    """The largest `k` in `[lower, upper]` whose `render(k)` counts at most `max_tokens`.
+
+    `render(k)` is the rendering keeping the first `k` items (results, lines, documents).
+    `guess` (default `upper`) is where the search starts: a good guess (e.g. from stored
+    counts) costs one or two counts. Returns None when not even `render(lower)` fits.
+
+        >>> from ragbudget.fitting import largest_prefix
+        >>> words = ["alpha", "beta", "gamma", "delta"]
+        >>> largest_prefix(lambda k: " ".join(words[:k]), len(words), 10, "chars:1").size
+        2
+    """
+    check_int("max_tokens", max_tokens, minimum=0)
+    if upper < lower:
+        msg = f"upper must be >= lower ({lower}), got {upper}"
+        raise ValueError(msg)
+    measure = _Measure(render, max_tokens, get_counter(counter))
+    k = _gallop(measure.fits, lower, upper, upper if guess is None else guess)
+    return None if k is None else measure.result(k)
+
+
+# Boundary kinds in order of preference; a position is the index just after the boundary.
+_BOUNDARIES: tuple[re.Pattern[str], ...] = (
+    re.compile(r"\n[ \t]*\n"),  # paragraph
+    re.compile(r"[.!?][\"')\]]*(?=\s)|[。！？]"),  # sentence
+    re.compile(r"\n"),  # line
+    re.compile(r"\s"),  # word
+)
+MIN_KEEP = 0.7
+"""A boundary is used only if it keeps at least this share of what would fit."""
+
+
+def boundaries(text: str, end: int) -> list[int]:
+    """Cut positions in `text[:end + 1]` of the most preferred kind (paragraph, sentence, line,
+    word) that has one keeping at least `MIN_KEEP` of `end`; empty when none does."""
+    floor = int(end * MIN_KEEP)
+    window = text[: end + 1]
+    for pattern in _BOUNDARIES:
+        found = [m.end() for m in pattern.finditer(window) if 0 < m.end() <= end]
+        if found and found[-1] > floor:
+            return found
+    return []
+
+
+def _longest_chars(measure: _Measure, n_max: int, limit: int) -> tuple[int, int]:
+    """A window `(lo, hi)` around the longest fitting prefix length: lo fits (0 when nothing
+    does), hi + 1 does not. Secant steps on the measured tokens per character close in on it
+    with few counts, then bisection down to 1% of it."""
+    base = measure.size(0)
+    lo, hi = 0, n_max
+    guess = min(n_max, max(1, limit * 4))
+    for _ in range(4):
+        used = measure.size(guess)
+        if used <= limit:
+            lo = guess
+            if guess == hi:
+                return lo, hi
+        else:
+            hi = guess - 1
+        if lo >= hi:
+            return lo, hi
+        per_char = max(used - base, 1) / guess
+        guess = min(max(int((limit - base) / per_char * 0.99), lo + 1), hi)
+    while hi - lo > max(16, lo // 100):
+        mid = (lo + hi + 1) // 2
+        if measure.fits(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo, hi
+
+
+def cut_text(
+    text: str,
+    max_tokens: int,
+    counter: CounterSpec = None,
+    *,
+    render: Callable[[str], str] | None = None,
+    at_boundary: bool = True,
+) -> Fitted | None:
+    """The longest cut `text[:n]` whose rendering `render(text[:n])` counts <= `max_tokens`.
+
+    With `at_boundary`, the cut is at the most preferred boundary (paragraph, then sentence,
+    line, word) that keeps at least 70% of what would fit, else at a character. `render`
+    (default: the text itself) adds what goes around it: a marker, a header, an envelope.
+    `Fitted.size` is the cut position `n` (`len(text)` when the whole text fits). Returns None
+    when not even `render("")` fits.
+
+        >>> from ragbudget.fitting import cut_text
+        >>> cut_text("One. Two three. Four five six.", 18, "chars:1").size
+        15
+    """
+    check_int("max_tokens", max_tokens, minimum=0)
+    tc = get_counter(counter)
+    wrap = render if render is not None else _same
+
+    def render_prefix(n: int) -> str:
+        return wrap(text[:n])
+
+    measure = _Measure(render_prefix, max_tokens, tc)
+    if measure.fits(len(text)):
+        return measure.result(len(text))
+    if not measure.fits(0):
+        return None
+    # No real tokenizer makes a token of more than a few dozen characters: past this bound,
+    # counting would only read text that cannot fit.
+    n_max = min(len(text) - 1, (max_tokens + 1) * 64)
+    lo, hi = _longest_chars(measure, n_max, max_tokens)
+    points = boundaries(text, hi) if at_boundary else []
+    if not points or points[-1] <= int(lo * MIN_KEEP):
+        points = list(range(lo, hi + 1))  # no boundary keeps enough: any character will do
+    # The exact answer among the cut points: the largest that fits (those up to lo do).
+    first = max(0, bisect.bisect_right(points, lo) - 1)
+    tail = points[first:]
+    j = _gallop(lambda i: measure.fits(tail[i]), 0, len(tail) - 1, len(tail) - 1)
+    if j is not None:
+        return measure.result(tail[j])
+    # Not even the cut point at or below lo fit: a counter whose counts are not monotone.
+    j = _gallop(lambda i: measure.fits(points[i]), 0, first, first)
+    return measure.result(points[j] if j is not None else 0)
+
+
+def _same(text: str) -> str:
+    return text
+
+
+def least_budget(needed: int, size_at: Callable[[int], int]) -> int:
+    """The least budget whose own smallest rendering fits, for "use max_tokens >= N" advice.
+
+    `needed` is the smallest rendering's size at the budget asked for and `size_at(m)` its size
+    at budget `m`: when the budget is written into the rendering (a notice, a cut marker), a
+    larger number can cost a token more.
+    """
+    for _ in range(8):
+        again = size_at(needed)
+        if again <= needed:
+            break
+        needed = again
+    return needed
