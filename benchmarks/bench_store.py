@@ -95,7 +95,7 @@ def main() -> None:
                     count_t.append(time.perf_counter() - t3)
                     raw_t.append(t1 - t0)
                     budget_t.append(t2 - t1)
-                    returned.append(response.returned_count)
+                    returned.append(len(response.results))
             name = counter or f"{store.counter.name} (stored counts)"
             rows.append(
                 (name, _median_ms(raw_t), _median_ms(budget_t), _median_ms(count_t),

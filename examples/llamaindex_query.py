@@ -116,7 +116,7 @@ def main(max_tokens: int = BUDGET) -> dict[str, Any]:
     (event,) = report.events
     info = event.info
     print(f"used {info.used_tokens:,} of {info.max_tokens:,} tokens ({info.counter})")
-    print(f"notice: {event.info.notice(noun='nodes')}")
+    print(f"notice: {event.info.notice(noun='nodes', offset_hint=None)}")
     context = str(response).split("---------------------")[1].strip()
     print(f"context in the prompt: {counter.count(context):,} tokens, starts:")
     print("  " + context[:160].replace("\n", "\n  "))

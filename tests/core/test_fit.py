@@ -230,6 +230,10 @@ def test_notice_matches_the_documented_form() -> None:
     assert (
         info.notice() == "[Showing 8 of 20 results (8,192-token budget). Use offset=8 to continue]"
     )
+    assert info.notice(offset_hint="--offset {offset}") == (
+        "[Showing 8 of 20 results (8,192-token budget). Use --offset 8 to continue]"
+    )
+    assert info.notice(offset_hint=None) == "[Showing 8 of 20 results (8,192-token budget)]"
     assert info.notice(offset=16, total=100) == (
         "[Showing 8 of 100 results (8,192-token budget). Use offset=24 to continue]"
     )

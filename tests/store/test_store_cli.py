@@ -50,7 +50,7 @@ def test_search_json_is_the_budgeted_response(runner: CliRunner, db: Path) -> No
     text = result.stdout.rstrip("\n")
     assert get_counter("tiktoken:cl100k_base").count(text) <= 900
     response = json.loads(text)
-    assert response["results"] and response["truncation_info"]["max_tokens"] == 900
+    assert response["results"] and response["max_tokens"] == 900
     nxt = response["next_offset"]
     more = runner.invoke(app, ["search", "decode JSON", "--db", str(db), "--json",
                                "--offset", str(nxt), "--max-tokens", "900"])  # fmt: skip
@@ -62,7 +62,7 @@ def test_search_readable_view_shows_sources_and_the_notice(runner: CliRunner, db
     result = runner.invoke(app, ["search", "scanstring", "--db", str(db), "--max-tokens", "800"])
     assert result.exit_code == 0, result.output
     assert "decoder.py:" in result.stdout
-    assert "Use offset=" in result.stdout
+    assert "Use --offset " in result.stdout  # a shell user is told the flag
 
 
 def test_read_pages_and_stats(runner: CliRunner, db: Path, corpus: Path) -> None:
@@ -70,7 +70,7 @@ def test_read_pages_and_stats(runner: CliRunner, db: Path, corpus: Path) -> None
     assert result.exit_code == 0, result.output
     lines = (corpus / "tool.py").read_text().splitlines()
     assert result.stdout.splitlines() == lines[:5]
-    assert "Use offset=6 to continue" in result.stderr
+    assert "Use --offset 6 to continue" in result.stderr
     stats = runner.invoke(app, ["stats", "--db", str(db), "--json"])
     assert stats.exit_code == 0
     assert json.loads(stats.stdout)["documents"] == 5
@@ -81,7 +81,7 @@ def test_environment_defaults(runner: CliRunner, db: Path, monkeypatch: pytest.M
     monkeypatch.setenv("RAGBUDGET_COUNTER", "chars:4")
     result = runner.invoke(app, ["search", "encoder", "--json", "--max-tokens", "700"])
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["truncation_info"]["counter"] == "chars:4"
+    assert json.loads(result.stdout)["counter"] == "chars:4"
     monkeypatch.setenv("RAGBUDGET_COLLECTION", "other")
     missing = runner.invoke(app, ["stats"])
     assert missing.exit_code == 1 and "unknown collection 'other'" in missing.stderr
@@ -125,4 +125,16 @@ def test_console_script_runs(db: Path, tmp_path: Path) -> None:
         capture_output=True, text=True, env=env, timeout=120, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["returned_count"] >= 1
+    assert len(json.loads(done.stdout)["results"]) >= 1
+
+
+def test_search_explain_pictures_the_budget(runner: CliRunner, db: Path) -> None:
+    result = runner.invoke(
+        app, ["search", "decode JSON", "--db", str(db), "--max-tokens", "700", "--limit", "8",
+              "--explain"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "8 candidates, 700-token budget" in out
+    assert "kept" in out and "dropped" in out  # the first misfit; the rest "not reached"
+    assert re.search(r"[\d,]+ of 700 tokens \(\d+%\)", out), out

@@ -50,7 +50,7 @@ def test_collection_remembers_its_embedding(make_store: MakeStore, corpus: Path)
     assert config == {"type": "known", "name": "ragbudget_hashing", "config": {"dim": 1024}}
     other = make_store(collection="remember-me", embedding=None)  # adopts the collection's
     assert other.stats().embedding == "hashing"
-    assert other.search("scanner").returned_count > 0
+    assert len(other.search("scanner").results) > 0
     with pytest.raises(StoreError, match="was built with embedding 'hashing', not 'minilm'"):
         make_store(collection="remember-me", embedding="minilm")
 

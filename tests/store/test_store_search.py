@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from ragbudget import CUT_MARKER, TokenCounter, get_counter
+from ragbudget import TokenCounter, get_counter
 from ragbudget.store import DocumentStore, SearchResponse, StoreError
 
 MakeStore = Callable[..., DocumentStore]
@@ -29,8 +29,12 @@ _fixtures = settings(
 def _check(response: SearchResponse, counter: TokenCounter, max_tokens: int) -> None:
     text = response.to_text()
     assert counter.count(text) <= max_tokens
-    assert json.loads(text)["returned_count"] == len(response.results) == response.returned_count
-    assert response.truncated == response.truncation_info.truncated
+    if counter.name == response.counter:  # the whole answer, measured by the same counter
+        assert response.used_tokens == counter.count(text)
+    for result in response.results:  # each result's text is there verbatim
+        assert result.text in text
+    as_json = response.model_copy(update={"format": "json"}).to_text()
+    assert len(json.loads(as_json)["results"]) == len(response.results)
     for result in response.results:
         assert result.start_line <= result.end_line
 
@@ -57,7 +61,7 @@ def test_rendered_response_fits_the_budget(
         query, limit=limit, max_tokens=max_tokens, offset=offset, counter=counter, concise=concise
     )
     _check(response, get_counter(counter) if counter else stdlib_store.counter, max_tokens)
-    assert response.returned_count >= 1  # 400 tokens always hold a (possibly cut) result
+    assert len(response.results) >= 1  # 400 tokens always hold a (possibly cut) result
     if response.next_offset is not None:
         assert response.next_offset > offset
 
@@ -65,14 +69,14 @@ def test_rendered_response_fits_the_budget(
 def test_pages_continue_the_ranking_without_gaps(stdlib_store: DocumentStore) -> None:
     query = "asyncio task cancellation"
     whole = stdlib_store.search(query, limit=30, max_tokens=200_000)
-    assert not whole.truncated and whole.returned_count == 30
+    assert not whole.truncated and len(whole.results) == 30
     assert whole.next_offset == 30  # more results exist past the limit
     seen: list[str] = []
     offset: int | None = 0
     while offset is not None and offset < 30:
         page = stdlib_store.search(query, limit=30 - offset, max_tokens=1500, offset=offset)
         _check(page, stdlib_store.counter, 1500)
-        assert page.returned_count >= 1
+        assert len(page.results) >= 1
         seen.extend(r.id for r in page.results)
         if page.truncated:
             assert page.notice and f"Use offset={page.next_offset} to continue" in page.notice
@@ -113,9 +117,9 @@ def test_a_document_far_larger_than_the_budget_is_cut(
     _check(response, cl100k, 300)
     [result] = response.results
     assert result.cut is True and response.truncated
-    assert result.text.endswith(CUT_MARKER.format(limit=300, total=chunk["tokens"]))
+    assert store.collection.get(ids=[result.id])["documents"][0].startswith(result.text)
     assert result.end_line < chunk["end_line"]
-    assert response.truncation_info.cut_ids == [result.id]
+    assert result.header(1).endswith("(cut to fit)")
     assert response.notice and "cut to fit" in response.notice
     assert result.tokens == cl100k.count(result.text)
 
@@ -124,7 +128,8 @@ def test_concise_gives_snippets_and_fewer_fields(stdlib_store: DocumentStore) ->
     full = stdlib_store.search("scanstring", limit=5)
     concise = stdlib_store.search("scanstring", limit=5, concise=True)
     assert [r.id for r in concise.results] == [r.id for r in full.results]
-    fields = json.loads(concise.to_text())["results"][0].keys()
+    as_json = stdlib_store.search("scanstring", limit=5, concise=True, format="json")
+    fields = json.loads(as_json.to_text())["results"][0].keys()
     assert set(fields) == {"id", "source", "start_line", "end_line", "text"}
     assert any("scanstring" in r.text for r in concise.results)
     assert len(concise.to_text()) < len(full.to_text()) / 3
@@ -287,7 +292,7 @@ def test_escaping_heavy_text_never_overflows(
         query, max_tokens=max_tokens, limit=20, counter=counter, concise=concise
     )
     _check(response, get_counter(counter) if counter else nasty_store.counter, max_tokens)
-    assert response.returned_count >= 1
+    assert len(response.results) >= 1
     page = nasty_store.read("nasty.txt", max_tokens=max_tokens, counter=counter)
     assert (get_counter(counter) if counter else nasty_store.counter).count(
         page.to_text()
@@ -316,11 +321,11 @@ def test_search_fetches_only_what_the_budget_reaches(
 
     monkeypatch.setattr(DocumentStore, "_records", staticmethod(spy))
     lean = stdlib_store.search(query, limit=50, max_tokens=1500)
-    k = lean.returned_count
+    k = len(lean.results)
     assert lean.truncated and 1 <= k < 50
     assert fetched == ranking[: len(fetched)] and k < len(fetched) < 50
     assert [r.id for r in lean.results] == ranking[:k]
-    assert lean.truncation_info.dropped_ids == [ranking[k]]
+    assert lean.next_offset == k  # the first result left out starts the next page
 
     fetched.clear()  # a first batch as large as the page: every record fetched
     monkeypatch.setattr(search_module, "_TOKENS_PER_RESULT_GUESS", 1)

@@ -69,8 +69,10 @@ Counter = Annotated[
     ),
 ]
 Json = Annotated[
-    bool, typer.Option("--json", help="Print the response as JSON (what a model reads).")
+    bool, typer.Option("--json", help="Print the whole response as JSON (budgeted as JSON).")
 ]
+OFFSET_HINT = "--offset {offset}"
+"""How a notice on the command line says where to continue."""
 
 
 @contextmanager
@@ -171,6 +173,12 @@ def search(
     file_type: Annotated[str | None, typer.Option(help="Only this extension, e.g. py.")] = None,
     directory: Annotated[Path | None, typer.Option(help="Only files under this folder.")] = None,
     as_json: Json = False,
+    explain: Annotated[
+        bool,
+        typer.Option(
+            "--explain", help="Show each candidate (kept, cut, dropped) and the budget spent."
+        ),
+    ] = False,
     db: Db = None,
     server: Server = None,
     collection: Collection = "documents",
@@ -182,18 +190,18 @@ def search(
         response = store.search(
             query, limit=limit, max_tokens=max_tokens, offset=offset, concise=concise,
             file_type=file_type, directory=str(directory) if directory else None,
+            format="json" if as_json else "text", offset_hint=OFFSET_HINT,
         )  # fmt: skip
-        if as_json:
-            sys.stdout.write(response.to_text() + "\n")
+        if explain:
+            where = str(directory) if directory else None
+            ranked = store.candidates(
+                query, limit=limit, offset=offset, file_type=file_type, directory=where
+            )
+            from ragbudget.explain import explain_search
+
+            out.print(explain_search(response, ranked))
             return
-        for rank, result in enumerate(response.results, start=offset + 1):
-            score = f"  score {result.score:.3f}" if result.score is not None else ""
-            cut = "  [yellow](cut)[/]" if result.cut else ""
-            where = f"{result.source}:{result.start_line}-{result.end_line}"
-            out.print(f"\n[bold]{rank}. {escape(where)}[/][dim]{score}[/]{cut}")
-            out.print(escape(result.text))
-        if response.notice:
-            out.print(f"\n[cyan]{escape(response.notice)}[/]")
+        sys.stdout.write(response.to_text() + "\n")
 
 
 @app.command()
@@ -214,7 +222,10 @@ def read(
     """Print a stored document's lines; the response fits --max-tokens."""
     with _errors():
         store = _store(ctx, db, server, collection, counter=counter)
-        response = store.read(source, offset=offset, limit=limit, max_tokens=max_tokens)
+        response = store.read(
+            source, offset=offset, limit=limit, max_tokens=max_tokens,
+            format="json" if as_json else "text", offset_hint=OFFSET_HINT,
+        )  # fmt: skip
         if as_json:
             sys.stdout.write(response.to_text() + "\n")
             return

@@ -303,6 +303,10 @@ def _from_string(spec: str) -> TokenCounter:
             )
             raise ValueError(msg)
         return EstimateCounter(arg.strip())
+    if kind == "claude" and not arg:
+        from ragbudget.presets import claude_counter
+
+        return claude_counter()
     if kind == "chars":
         try:
             n = int(arg) if arg else 4
@@ -315,7 +319,7 @@ def _from_string(spec: str) -> TokenCounter:
     if kind == "hf" and arg:
         return HFCounter(arg)
     msg = (
-        f"unknown counter spec {spec!r}: use 'estimate', 'chars:N', "
+        f"unknown counter spec {spec!r}: use 'estimate', 'claude', 'chars:N', "
         "'tiktoken:<encoding or model>', "
         "'hf:<path to tokenizer.json>', a tokenizers.Tokenizer, or a callable str -> int"
     )
@@ -328,6 +332,8 @@ def get_counter(spec: CounterSpec = None) -> TokenCounter:
     - `None` or `"estimate"`: the dependency-free estimator (the default everywhere), safe
       for both cl100k_base and o200k_base; `"estimate:cl100k_base"` / `"estimate:o200k_base"`
       are tighter estimates calibrated to one encoding.
+    - `"claude"`: for Claude models (no published tokenizer): the estimate times 1.755, the
+      largest published inflation of Claude's tokenizers over o200k (`ragbudget.presets`).
     - `"chars:N"`: `len(text) // N`.
     - `"tiktoken:<encoding or model>"`, e.g. `"tiktoken:cl100k_base"`, `"tiktoken:gpt-4o"`.
     - `"hf:<path to tokenizer.json>"`, or a `tokenizers.Tokenizer` instance.

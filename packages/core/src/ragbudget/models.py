@@ -76,12 +76,20 @@ class TruncationInfo(BaseModel):
         return f"{text}; {self.used_tokens:,} of {self.max_tokens:,} tokens ({self.counter})"
 
     def notice(
-        self, *, offset: int = 0, total: int | None = None, noun: str = "results"
+        self,
+        *,
+        offset: int = 0,
+        total: int | None = None,
+        noun: str = "results",
+        offset_hint: str | None = "offset={offset}",
     ) -> str | None:
         """One line telling a model what it is not seeing and how to get it; None if nothing.
 
         `offset` is where this page started in a longer ranked list and `total` that list's
         length, for callers that page (a search tool); by default the fit's own input.
+        `offset_hint` is how the reader continues (`--offset {offset}` on a command line);
+        None for a surface that cannot page (a chain's context): the notice then says what is
+        left out and nothing about continuing.
         """
         if not self.truncated:
             return None
@@ -94,8 +102,8 @@ class TruncationInfo(BaseModel):
             text += f"; {self.cut_ids[0]} cut to fit"
         elif self.cut_ids:
             text += f"; {len(self.cut_ids)} cut to fit"
-        if self.next_offset is not None:
-            text += f". Use offset={offset + self.next_offset} to continue"
+        if self.next_offset is not None and offset_hint is not None:
+            text += f". Use {offset_hint.format(offset=offset + self.next_offset)} to continue"
         return text + "]"
 
 

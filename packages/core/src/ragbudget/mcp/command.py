@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 
-from ragbudget.mcp.settings import DEFAULT_MAX_TOKENS_CEILING, ServerSettings
+from ragbudget.mcp.settings import ServerSettings
 
 __all__ = ["HTTP_PATH", "Transport", "register", "serve"]
 
@@ -127,8 +127,12 @@ def serve(
         ),
     ] = None,
     max_tokens_ceiling: Annotated[
-        int, typer.Option(help="Cap on any tool call's max_tokens; larger asks are clamped.")
-    ] = DEFAULT_MAX_TOKENS_CEILING,
+        int | None,
+        typer.Option(
+            help="Cap on any tool call's max_tokens; larger asks are clamped. [default: 14,500, "
+            "or 25,000 with --counter claude: Claude Code's default 25,000-token limit]"
+        ),
+    ] = None,
     auth_token: Annotated[
         str | None,
         typer.Option(

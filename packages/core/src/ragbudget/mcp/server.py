@@ -12,7 +12,7 @@ from fastmcp import FastMCP
 
 from ragbudget.counters import get_counter
 from ragbudget.mcp.auth import BearerTokenVerifier
-from ragbudget.mcp.settings import ServerSettings
+from ragbudget.mcp.settings import ServerSettings, default_ceiling, server_counter
 from ragbudget.mcp.tools import STATE_KEY, ServerState, register_tools
 from ragbudget.store import DocumentStore
 
@@ -29,7 +29,7 @@ Use `read_document` with a result's `source` to page through a whole file."""
 
 def open_store(settings: ServerSettings) -> DocumentStore:
     """Open the store `settings` names (embedded at `db`, or on a Chroma `server`)."""
-    counter = get_counter(settings.counter)
+    counter = settings.counter  # None: the counter the store was built with
     if settings.server is not None:
         return DocumentStore(
             path=None,
@@ -56,7 +56,7 @@ def create_server(
 
     Args:
         settings: the store to open and the server's limits (defaults: `.ragbudget`, the
-            estimate counter, a 25,000-token ceiling, ingest disabled).
+            store's own counter, a 14,500-token ceiling, ingest disabled).
         store: an already open store to serve instead of opening one from `settings`
             (tests and benchmarks share one this way); it is not closed on shutdown.
         auth_token: when set, HTTP requests must carry `Authorization: Bearer <token>`
@@ -64,7 +64,8 @@ def create_server(
 
     The store is opened once when the server starts (its lifespan) and shared by every
     session and tool call. Budgets are measured with `settings.counter` when given,
-    otherwise with the store's own counter.
+    otherwise with the store's own counter; an estimate counts with a 10% margin on top
+    (`settings.server_counter`), so answers stay within budget by the real tokenizer.
     """
     settings = settings if settings is not None else ServerSettings()
 
@@ -73,18 +74,22 @@ def create_server(
         opened = (
             store if store is not None else await anyio.to_thread.run_sync(open_store, settings)
         )
-        counter = get_counter(settings.counter) if settings.counter is not None else opened.counter
+        base = get_counter(settings.counter) if settings.counter is not None else opened.counter
+        counter = server_counter(base)
+        json_counter = server_counter(base, "json")
+        ceiling = settings.max_tokens_ceiling or default_ceiling(base)
         logger.info(
             "serving collection %r with counter %s (ceiling %d tokens, ingest %s)",
             settings.collection,
             counter.name,
-            settings.max_tokens_ceiling,
+            ceiling,
             "under " + ", ".join(map(str, settings.allow_roots))
             if settings.ingest_enabled
             else "disabled",
         )
         try:
-            yield {STATE_KEY: ServerState(store=opened, counter=counter, settings=settings)}
+            state = ServerState(opened, counter, settings, ceiling, json_counter)
+            yield {STATE_KEY: state}
         finally:
             if store is None:  # ours: release the Chroma client
                 opened.close()

@@ -6,10 +6,35 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-__all__ = ["DEFAULT_MAX_TOKENS_CEILING", "MIN_MAX_TOKENS_CEILING", "ServerSettings"]
+from ragbudget.counters import TokenCounter
+from ragbudget.presets import ScaledCounter
 
-DEFAULT_MAX_TOKENS_CEILING = 25_000
-"""Claude Code refuses tool output over 25,000 tokens by default: the server never asks for more."""
+__all__ = [
+    "CLAUDE_MAX_TOKENS_CEILING",
+    "DEFAULT_MAX_TOKENS_CEILING",
+    "ESTIMATE_MARGINS",
+    "MIN_MAX_TOKENS_CEILING",
+    "ServerSettings",
+    "default_ceiling",
+    "server_counter",
+]
+
+CLAUDE_MAX_TOKENS_CEILING = 25_000
+"""Claude Code warns at 10,000 tokens of MCP tool output and refuses more than 25,000 by
+default (`MAX_MCP_OUTPUT_TOKENS`): the ceiling when budgets are counted in Claude tokens (the
+`claude` counter preset)."""
+
+DEFAULT_MAX_TOKENS_CEILING = 14_500
+"""The ceiling in cl100k/o200k-like tokens (any other counter): Claude Code's 25,000 over
+~1.7, the largest published inflation of Claude's tokenizers over o200k, so an answer at the
+ceiling stays under Claude Code's default limit whatever the model."""
+
+ESTIMATE_MARGINS = {"text": 0.10, "json": 0.15}
+"""How much more an inexact counter (an estimate) counts in the server, by answer format: above
+the estimate's largest measured under-count on rendered answers (`benchmarks/bench_answers.py`:
+4% on text, 11% on JSON, whose escaping the estimate counts short), so that what is really
+sent stays within the budget by the real tokenizer. A margin m covers an under-count u while
+1 / (1 - u) <= 1 + m."""
 
 MIN_MAX_TOKENS_CEILING = 256
 """Below this a clamped response could not hold the clamp notice and one result."""
@@ -56,22 +81,24 @@ class ServerSettings(BaseModel):
     )
     counter: str | None = Field(
         default=None,
-        description="Token counter spec for every budget (None = the calibrated estimate).",
+        description="Token counter spec for every budget (None = the one the store was built "
+        "with, like the CLI).",
     )
     allow_roots: tuple[Path, ...] = Field(
         default=(),
         description="Folders `ingest` may index (resolved, symlinks followed); empty = disabled.",
     )
-    max_tokens_ceiling: int = Field(
-        default=DEFAULT_MAX_TOKENS_CEILING,
-        description="Server-wide cap on any tool call's max_tokens; larger asks are clamped.",
+    max_tokens_ceiling: int | None = Field(
+        default=None,
+        description="Server-wide cap on any tool call's max_tokens; larger asks are clamped. "
+        "None: 25,000 with the `claude` counter, else 14,500 (see `default_ceiling`).",
     )
     name: str = Field(default="ragbudget", description="Server name reported to MCP clients.")
 
     @field_validator("max_tokens_ceiling")
     @classmethod
-    def _check_ceiling(cls, value: int) -> int:
-        if not MIN_MAX_TOKENS_CEILING <= value <= MAX_MAX_TOKENS_CEILING:
+    def _check_ceiling(cls, value: int | None) -> int | None:
+        if value is not None and not MIN_MAX_TOKENS_CEILING <= value <= MAX_MAX_TOKENS_CEILING:
             msg = (
                 f"max_tokens_ceiling must be between {MIN_MAX_TOKENS_CEILING:,} and "
                 f"{MAX_MAX_TOKENS_CEILING:,}, got {value:,}"
@@ -105,3 +132,20 @@ class ServerSettings(BaseModel):
     def ingest_enabled(self) -> bool:
         """True when at least one root was allowed."""
         return bool(self.allow_roots)
+
+
+def default_ceiling(counter: TokenCounter) -> int:
+    """The ceiling when none is set: Claude Code's 25,000 for budgets in Claude tokens (the
+    `claude` preset), else `DEFAULT_MAX_TOKENS_CEILING`."""
+    if counter.name == "claude":
+        return CLAUDE_MAX_TOKENS_CEILING
+    return DEFAULT_MAX_TOKENS_CEILING
+
+
+def server_counter(counter: TokenCounter, format: str = "text") -> TokenCounter:
+    """The counter the server budgets answers in `format` with: `counter` itself when exact,
+    else with the estimate's margin for that format on top, named so (`estimate+10%`)."""
+    if counter.exact:
+        return counter
+    margin = ESTIMATE_MARGINS[format]
+    return ScaledCounter(counter, 1 + margin, f"{counter.name}+{margin:.0%}")

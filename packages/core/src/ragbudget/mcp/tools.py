@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import anyio
 import anyio.from_thread
@@ -53,6 +53,16 @@ MAX_LIMIT = 200
 
 R = TypeVar("R", SearchResponse, ReadResponse)
 
+FormatArg = Annotated[
+    Literal["text", "json"],
+    Field(
+        description=(
+            "'text' (default): each result's text verbatim under a one-line header, the "
+            "fewest tokens per result; 'json': the whole response as JSON text."
+        )
+    ),
+]
+
 
 @dataclass
 class ServerState:
@@ -61,7 +71,17 @@ class ServerState:
     store: DocumentStore
     counter: TokenCounter
     settings: ServerSettings
+    ceiling: int = 0
+    """The effective cap on any call's max_tokens (the settings' or the counter's default)."""
+    json_counter: TokenCounter | None = None
+    """What answers in JSON are counted with (an estimate's JSON margin); None: `counter`."""
     ingest_lock: anyio.Lock = field(default_factory=anyio.Lock)
+
+    def counter_for(self, format: str) -> TokenCounter:
+        """The counter answers in `format` are budgeted with."""
+        if format == "json" and self.json_counter is not None:
+            return self.json_counter
+        return self.counter
 
 
 class ServerStats(BaseModel):
@@ -106,6 +126,7 @@ async def _budgeted(
     max_tokens: int,
     fetch: Callable[[int], R],
     warning: Callable[[R, int], str | None],
+    counter: TokenCounter,
 ) -> ToolResult:
     """Run a store call within the (clamped) budget and package what the client receives.
 
@@ -113,12 +134,12 @@ async def _budgeted(
     `to_text()`; the two together count at most the effective budget. The structured content
     is the store's response itself.
     """
-    effective, notice = clamp_budget(max_tokens, state.settings.max_tokens_ceiling)
+    effective, notice = clamp_budget(max_tokens, state.ceiling)
     blocks: list[TextContent] = [] if notice is None else [TextContent(type="text", text=notice)]
-    reserved = 0 if notice is None else state.counter.count(notice)
+    reserved = 0 if notice is None else counter.count(notice)
     try:
         response = await anyio.to_thread.run_sync(fetch, effective - reserved)
-        text, used = checked_text(response, effective - reserved, state.counter)
+        text, used = checked_text(response, effective - reserved, counter)
     except (StoreError, BudgetExceededError) as exc:
         raise _refuse(exc) from exc
     message = warning(response, effective - reserved)
@@ -133,7 +154,7 @@ async def _budgeted(
                 "requested_max_tokens": max_tokens,
                 "clamped": notice is not None,
                 "text_tokens": used + reserved,
-                "counter": state.counter.name,
+                "counter": counter.name,
             }
         },
     )
@@ -158,7 +179,7 @@ async def search(
         Field(
             description=(
                 "Token budget for the whole response text; the server caps it at its ceiling "
-                "(25,000 unless configured)."
+                "(see `stats`)."
             ),
             ge=1,
         ),
@@ -181,6 +202,7 @@ async def search(
         str | None,
         Field(description="Only files under this folder (as stored in `source`).", min_length=1),
     ] = None,
+    format: FormatArg = "text",
 ) -> ToolResult:
     """Search the indexed documents; the response always fits `max_tokens`.
 
@@ -199,7 +221,8 @@ async def search(
             concise=concise,
             file_type=file_type,
             directory=directory,
-            counter=state.counter,
+            counter=state.counter_for(format),
+            format=format,
         )
 
     def warning(response: SearchResponse, budget: int) -> str | None:
@@ -210,7 +233,7 @@ async def search(
             f"({response.notice or 'see truncation_info'})"
         )
 
-    return await _budgeted(ctx, state, max_tokens, fetch, warning)
+    return await _budgeted(ctx, state, max_tokens, fetch, warning, state.counter_for(format))
 
 
 async def read_document(
@@ -234,6 +257,7 @@ async def read_document(
             ge=1,
         ),
     ] = 8192,
+    format: FormatArg = "text",
 ) -> ToolResult:
     """Read a stored document by lines, one budgeted page at a time.
 
@@ -244,15 +268,17 @@ async def read_document(
 
     def fetch(budget: int) -> ReadResponse:
         return state.store.read(
-            source, offset=offset, limit=limit, max_tokens=budget, counter=state.counter
-        )
+            source, offset=offset, limit=limit, max_tokens=budget,
+            counter=state.counter_for(format),
+            format=format,
+        )  # fmt: skip
 
     def warning(response: ReadResponse, budget: int) -> str | None:
         if not response.truncated:
             return None
         return f"read_document {source!r}: page cut to fit {budget:,} tokens ({response.notice})"
 
-    return await _budgeted(ctx, state, max_tokens, fetch, warning)
+    return await _budgeted(ctx, state, max_tokens, fetch, warning, state.counter_for(format))
 
 
 async def ingest(
@@ -300,7 +326,7 @@ async def stats(ctx: Context) -> ServerStats:
         store=store_stats,
         counter=state.counter.name,
         counter_exact=state.counter.exact,
-        max_tokens_ceiling=state.settings.max_tokens_ceiling,
+        max_tokens_ceiling=state.ceiling,
         ingest_roots=[str(root) for root in state.settings.allow_roots],
     )
 

@@ -1,19 +1,21 @@
 """What the document store returns: search and read responses, stats, ingest reports.
 
-`SearchResponse.to_text()` and `ReadResponse.to_text()` are exactly what a model reads (compact
-JSON, fields left out when None); the store guarantees that text counts at most `max_tokens`.
+`SearchResponse.to_text()` and `ReadResponse.to_text()` are exactly what a model reads: by
+default a lean text (each result's text verbatim under a one-line header, the notice once), or
+compact JSON with `format="json"`. The store guarantees that text counts at most `max_tokens`,
+and says how many it counts in `used_tokens`.
 """
 
 from __future__ import annotations
 
-from typing import Self
+import os
+from typing import Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-from ragbudget.models import TruncationInfo
-
 __all__ = [
     "FileProblem",
+    "Format",
     "IngestReport",
     "ReadResponse",
     "SearchResponse",
@@ -22,15 +24,25 @@ __all__ = [
 ]
 
 
+Format = Literal["text", "json"]
+"""How a response renders for a model: `"text"` (each result's text verbatim under a one-line
+header, the notice once) or `"json"` (the whole response as compact JSON)."""
+
+
 class _Rendered(BaseModel):
-    """A response the store rendered and counted: the count travels with it, so the server's
-    last check of what it sends needs no second count."""
+    """A response the store rendered in `format` and counted: the count travels with it
+    (`used_tokens`, and `measured()` for the server's last check, which needs no recount)."""
 
     _measured: tuple[str, int] | None = PrivateAttr(default=None)
 
     def to_text(self) -> str:
-        """Exactly the text a model reads: this response as compact JSON, None fields left out."""
-        return self.model_dump_json(exclude_none=True)
+        """Exactly the text a model reads, in this response's `format`."""
+        if getattr(self, "format", "json") == "json":
+            return self.model_dump_json(exclude_none=True)
+        return self.render_text()
+
+    def render_text(self) -> str:  # pragma: no cover - each response renders itself
+        raise NotImplementedError
 
     def measured(self) -> tuple[str, int] | None:
         """`(to_text(), its token count)` as the store measured them within the budget; None
@@ -57,7 +69,7 @@ class SearchResult(BaseModel):
     score: float | None = Field(
         default=None, description="Similarity to the query, higher is better (None when concise)."
     )
-    text: str = Field(description="The chunk's text (a short snippet when concise).")
+    text: str = Field(description="The chunk's text, verbatim (a short snippet when concise).")
     tokens: int | None = Field(
         default=None, description="Tokens in `text` by the response's counter (None when concise)."
     )
@@ -65,6 +77,13 @@ class SearchResult(BaseModel):
         default=None,
         description="True when `text` was cut to fit the budget (None when concise).",
     )
+
+    def header(self, rank: int, prefix: str = "") -> str:
+        """The one line a model reads above this result's text (its source less `prefix`)."""
+        line = f"[{rank}] {self.source.removeprefix(prefix)}:{self.start_line}-{self.end_line}"
+        if self.score is not None:
+            line += f" score={self.score:.2f}"
+        return line + (" (cut to fit)" if self.cut else "")
 
 
 class SearchResponse(_Rendered):
@@ -74,18 +93,46 @@ class SearchResponse(_Rendered):
 
     results: list[SearchResult] = Field(description="Results in rank order.")
     total_count: int = Field(description="Chunks matching the filters (the whole ranked list).")
-    returned_count: int = Field(description="Results in this response.")
-    truncated: bool = Field(description="True when results were left out or cut for the budget.")
-    truncation_info: TruncationInfo = Field(
-        description="What the budget kept, dropped and cut on this page (ranks within the page)."
-    )
+    offset: int = Field(default=0, description="Rank (0-based) of this page's first result.")
     next_offset: int | None = Field(
         default=None, description="The offset that continues the ranked list; None at its end."
     )
+    truncated: bool = Field(description="True when the budget left results out or cut one.")
+    used_tokens: int = Field(
+        default=0, description="Tokens of this whole answer as rendered in `format`."
+    )
+    max_tokens: int = Field(default=0, description="The budget the answer was fitted to.")
+    counter: str = Field(default="", description="The counter `used_tokens` is measured with.")
+    format: Format = Field(default="text", description="How the answer renders for a model.")
     notice: str | None = Field(
         default=None,
         description="One line telling the model what it is not seeing and how to get it.",
     )
+
+    def render_text(self) -> str:
+        """Each result's header line and verbatim text, then the notice once. When several
+        results share a folder, it is said once on top and left out of their headers
+        (`read_document` takes a source's unique end as well as its full path)."""
+        prefix = _shared_folder([r.source for r in self.results])
+        parts = [f"[Paths relative to {prefix}]"] if prefix else []
+        parts += [
+            f"{r.header(rank, prefix)}\n{r.text}"
+            for rank, r in enumerate(self.results, start=self.offset + 1)
+        ]
+        if self.notice:
+            parts.append(self.notice)
+        return "\n\n".join(parts)
+
+
+def _shared_folder(sources: list[str]) -> str:
+    """The folder (ending in '/') every one of two or more `sources` lies under, when it is
+    long enough to be worth saying once; else ''."""
+    if len(sources) < 2 or not all(s.startswith("/") for s in sources):
+        return ""
+    folder = os.path.commonpath(sources)
+    if folder in sources:  # all the same file: its folder
+        folder = os.path.dirname(folder)
+    return folder + "/" if len(folder) > 12 else ""
 
 
 class ReadResponse(_Rendered):
@@ -94,7 +141,7 @@ class ReadResponse(_Rendered):
     model_config = ConfigDict(extra="forbid")
 
     source: str = Field(description="The document's path, as stored.")
-    text: str = Field(description="The lines shown, joined with newlines.")
+    text: str = Field(description="The lines shown, joined with newlines, verbatim.")
     start_line: int | None = Field(default=None, description="First line shown, 1-based.")
     end_line: int | None = Field(default=None, description="Last line shown, 1-based.")
     total_lines: int = Field(description="Lines in the whole document.")
@@ -102,10 +149,27 @@ class ReadResponse(_Rendered):
         default=None, description="The offset that continues after what is shown; None at the end."
     )
     truncated: bool = Field(description="True when lines (or part of a line) were left out.")
+    used_tokens: int = Field(
+        default=0, description="Tokens of this whole answer as rendered in `format`."
+    )
+    max_tokens: int = Field(default=0, description="The budget the answer was fitted to.")
+    counter: str = Field(default="", description="The counter `used_tokens` is measured with.")
+    format: Format = Field(default="text", description="How the answer renders for a model.")
     notice: str | None = Field(
         default=None,
         description="One line telling the model what it is not seeing and how to get it.",
     )
+
+    def render_text(self) -> str:
+        """A header line (source and lines), the lines verbatim, then the notice once."""
+        if self.start_line is None:
+            head = f"{self.source} ({self.total_lines:,} lines)"
+        else:
+            head = f"{self.source}:{self.start_line}-{self.end_line} of {self.total_lines:,} lines"
+        parts = [f"{head}\n{self.text}" if self.text else head]
+        if self.notice:
+            parts.append(self.notice)
+        return "\n\n".join(parts)
 
 
 class StoreStats(BaseModel):

@@ -9,6 +9,7 @@ from ragbudget.counters import TokenCounter
 from ragbudget.fitting import cut_text, largest_prefix, least_budget
 from ragbudget.store.errors import StoreError
 from ragbudget.store.models import ReadResponse
+from ragbudget.store.search import TEXT, Rendering, measure
 from ragbudget.truncate import split_lines
 
 __all__ = ["budget_read", "rebuild_text"]
@@ -40,6 +41,7 @@ def budget_read(
     limit: int | None,
     max_tokens: int,
     counter: TokenCounter,
+    rendering: Rendering = TEXT,
 ) -> ReadResponse:
     """Lines of `text` from `offset`, at most `limit` of them, rendered within `max_tokens`.
 
@@ -54,7 +56,8 @@ def budget_read(
         raise StoreError(msg)
     rest = lines[offset - 1 :]
     k_max = len(rest) if limit is None else min(limit, len(rest))
-    more = f". Use offset={offset + 1} to continue" if offset < total else ""
+    more = rendering.more(offset + 1) if offset < total else ""
+    frame = {"max_tokens": max_tokens, "counter": counter.name, "format": rendering.format}
 
     def page(k: int, budget: int = max_tokens) -> ReadResponse:
         end = offset + k - 1
@@ -66,17 +69,20 @@ def budget_read(
                 notice = f"[Line {offset} does not fit the budget{by_budget}; raise max_tokens]"
             else:
                 notice = (
-                    f"[Showing lines {offset}-{end} of {total:,}{by_budget}. "
-                    f"Use offset={end + 1} to continue]"
+                    f"[Showing lines {offset}-{end} of {total:,}{by_budget}"
+                    f"{rendering.more(end + 1)}]"
                 )
-        return _response(source, "\n".join(rest[:k]), offset, k, total, truncated, notice)
+        shown = "\n".join(rest[:k])
+        return _response(
+            source, shown, offset, k, total, truncated, notice, {**frame, "max_tokens": budget}
+        )
 
     def cut_line(kept: str) -> ReadResponse:
         notice = (
             f"[Line {offset} alone is over the budget ({max_tokens:,}-token budget); "
             f"showing its start{more}]"
         )
-        return _response(source, kept, offset, 1, total, True, notice)
+        return _response(source, kept, offset, 1, total, True, notice, frame)
 
     shell = page(0)
     floor = counter.count(shell.to_text())
@@ -88,25 +94,34 @@ def budget_read(
         )
         raise StoreError(msg)
     if k_max == 0:
-        return shell.with_measure(shell.to_text(), floor)
+        return measure(shell, counter)
     fitted = largest_prefix(
         lambda k: page(k).to_text(), k_max, max_tokens, counter, lower=1,
         guess=_guess_lines(rest[:k_max], max_tokens),
     )  # fmt: skip
     if fitted is not None:
-        return page(fitted.size).with_measure(fitted.text, fitted.tokens)
+        return measure(page(fitted.size), counter)
     # The first line alone is over the budget: its start, cut at a word where one is near.
     cut = cut_text(rest[0], max_tokens, counter, render=lambda kept: cut_line(kept).to_text())
     if cut is None or cut.size == 0:
-        return shell.with_measure(shell.to_text(), floor)
-    return cut_line(rest[0][: cut.size]).with_measure(cut.text, cut.tokens)
+        return measure(shell, counter)
+    return measure(cut_line(rest[0][: cut.size]), counter)
 
 
 def _response(
-    source: str, text: str, offset: int, k: int, total: int, truncated: bool, notice: str | None
+    source: str,
+    text: str,
+    offset: int,
+    k: int,
+    total: int,
+    truncated: bool,
+    notice: str | None,
+    frame: dict[str, Any],
 ) -> ReadResponse:
     end = offset + k - 1
     return ReadResponse(
+        **frame,
+        used_tokens=frame["max_tokens"],  # the widest value, until `measure` sets it
         source=source,
         text=text,
         start_line=offset if k else None,

@@ -14,18 +14,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from ragbudget._cut import with_marker
-from ragbudget.budget import CUT_MARKER
 from ragbudget.counters import LazyCounts, TokenCounter
 from ragbudget.fitting import cut_text, largest_prefix, least_budget
-from ragbudget.models import TruncationInfo
 from ragbudget.store.embedding import features
 from ragbudget.store.errors import StoreError
-from ragbudget.store.models import SearchResponse, SearchResult
+from ragbudget.store.models import Format, ReadResponse, SearchResponse, SearchResult
 
-__all__ = ["Hit", "budget_response", "fetch_ranked", "snippet"]
+__all__ = ["Hit", "Rendering", "budget_response", "fetch_ranked", "measure", "snippet"]
 
 _SNIPPET_LINES = 3
 _SNIPPET_CHARS = 240
@@ -113,74 +110,66 @@ def _escapes(text: str) -> int:
     return text.count("\n") + text.count('"') + text.count("\\") + text.count("\t")
 
 
+@dataclass(frozen=True)
+class Rendering:
+    """How a page is rendered: the format, and how notices name the continuation."""
+
+    format: Format = "text"
+    offset_hint: str = "offset={offset}"
+    """How a notice tells the reader to continue: `offset={offset}` for a model calling a
+    tool, `--offset {offset}` for a shell user."""
+
+    def more(self, offset: int) -> str:
+        return f". Use {self.offset_hint.format(offset=offset)} to continue"
+
+
+TEXT = Rendering()
+"""The default rendering: lean text, notices naming `offset=N`."""
+
+
 class _Page:
     """Assembles candidate responses for one page of ranked hits."""
 
     def __init__(
         self,
         results: list[SearchResult],
-        raw_tokens: list[int],
         *,
         offset: int,
         total_count: int,
         max_tokens: int,
         counter: TokenCounter,
+        rendering: Rendering,
     ) -> None:
-        self.results, self.raw_tokens = results, raw_tokens
-        self.offset, self.total, self.max_tokens, self.counter = (
-            offset,
-            total_count,
-            max_tokens,
-            counter,
-        )
+        self.results, self.offset, self.total = results, offset, total_count
+        self.max_tokens, self.counter, self.rendering = max_tokens, counter, rendering
 
-    def assemble(
-        self, k: int, cut: SearchResult | None = None, notice: str | None = None
-    ) -> SearchResponse:
+    def assemble(self, k: int, cut: SearchResult | None = None) -> SearchResponse:
         """The response keeping the first `k` results (the last one `cut` when given).
 
-        The budget goes down the ranking and stops at the first result that does not fit: that
-        one is reported dropped and the next page starts at it; the results after it were not
-        considered (`original_count` is what was), and `next_offset` reaches them too.
+        The budget goes down the ranking and stops at the first result that does not fit; the
+        next page starts at it. `used_tokens` holds the budget until `measure` sets it (the
+        widest value it can take, so a JSON rendering is never counted short).
         """
         n = len(self.results)
         kept = self.results[:k] if cut is None else [*self.results[: k - 1], cut]
-        dropped = [self.results[k].id] if k < n else []
-        cut_ids = [cut.id] if cut is not None else []
-        truncated = bool(dropped or cut_ids)
+        truncated = k < n or cut is not None
         more = self.offset + n < self.total
-        next_offset = self.offset + k if dropped else (self.offset + n if more else None)
-        whole = self.raw_tokens[: k - 1 if cut is not None else k]
-        used = sum(whole)
-        if cut is not None:
-            used += cut.tokens if cut.tokens is not None else self.counter.count(cut.text)
-        info = TruncationInfo(
-            truncated=truncated,
-            reason="token_budget" if dropped else ("chunk_cut" if cut_ids else None),
-            original_count=len(kept) + len(dropped),
-            returned_count=len(kept),
-            dropped_ids=dropped,
-            cut_ids=cut_ids,
-            used_tokens=used,
-            max_tokens=self.max_tokens,
-            counter=self.counter.name,
-            exact=self.counter.exact,
-            next_offset=k if dropped else None,
-        )
-        if notice is None:
-            notice = self._notice(len(kept), truncated, cut_ids, next_offset)
+        next_offset = self.offset + k if k < n else (self.offset + n if more else None)
         return SearchResponse(
             results=kept,
             total_count=self.total,
-            returned_count=len(kept),
-            truncated=truncated,
-            truncation_info=info,
+            offset=self.offset,
             next_offset=next_offset,
-            notice=notice,
+            truncated=truncated,
+            used_tokens=self.max_tokens,
+            max_tokens=self.max_tokens,
+            counter=self.counter.name,
+            format=self.rendering.format,
+            notice=self._notice(len(kept), truncated, cut, next_offset),
         )
 
     def _notice(
-        self, k: int, truncated: bool, cut_ids: list[str], next_offset: int | None
+        self, k: int, truncated: bool, cut: SearchResult | None, next_offset: int | None
     ) -> str | None:
         if self.total == 0:
             return "[No results: the collection holds no matching chunks]"
@@ -190,21 +179,41 @@ class _Page:
         text = f"[Showing {shown} of {self.total:,}"
         if truncated:
             text += f" ({self.max_tokens:,}-token budget)"
-        if cut_ids:
-            text += f"; cut to fit: {', '.join(cut_ids)}"
+        if cut is not None:
+            text += f"; cut to fit: {cut.id}"
         if next_offset is not None:
-            text += f". Use offset={next_offset} to continue"
+            text += self.rendering.more(next_offset)
         return text + "]"
 
     def with_budget(self, max_tokens: int) -> _Page:
-        """This page under another budget (the budget shows in notices and cut markers)."""
+        """This page under another budget (the budget shows in notices)."""
         return _Page(
-            self.results, self.raw_tokens, offset=self.offset, total_count=self.total,
-            max_tokens=max_tokens, counter=self.counter,
+            self.results, offset=self.offset, total_count=self.total, max_tokens=max_tokens,
+            counter=self.counter, rendering=self.rendering,
         )  # fmt: skip
 
     def size(self, response: SearchResponse) -> int:
         return self.counter.count(response.to_text())
+
+
+R = TypeVar("R", SearchResponse, ReadResponse)
+
+
+def measure(response: R, counter: TokenCounter) -> R:
+    """`response` with `used_tokens` set to the count of its own rendering, and marked measured.
+
+    In JSON the count is part of what is counted: a few rounds find the value that stays the
+    same once written (the search counted the widest value, the budget, so it fits).
+    """
+    for _ in range(4):
+        text = response.to_text()
+        counted = counter.count(text)
+        if response.format == "text" or counted == response.used_tokens:
+            break
+        response = response.model_copy(update={"used_tokens": counted})
+    if response.format == "text":
+        response = response.model_copy(update={"used_tokens": counted})
+    return response.with_measure(text, counted)
 
 
 def _count_until(counter: TokenCounter, texts: list[str], budget: int) -> list[int]:
@@ -277,101 +286,87 @@ def budget_response(
     max_tokens: int,
     counter: TokenCounter,
     concise: bool,
+    rendering: Rendering = TEXT,
 ) -> SearchResponse:
     """The best-ranked prefix of `hits` whose rendered response counts at most `max_tokens`."""
-    results, raw, in_json = _to_results(
+    results, _, in_json = _to_results(
         hits, counter, concise=concise, query=query, budget=max_tokens
     )
     page = _Page(
-        results, raw, offset=offset, total_count=total_count, max_tokens=max_tokens, counter=counter
-    )
+        results, offset=offset, total_count=total_count, max_tokens=max_tokens, counter=counter,
+        rendering=rendering,
+    )  # fmt: skip
     n = len(results)
     if n == 0:
         empty = page.assemble(0)
-        needed = page.size(empty)
-        if needed > max_tokens:
-
-            def empty_at(budget: int) -> int:
-                trial = page.with_budget(budget)
-                return trial.size(trial.assemble(0))
-
-            needed = least_budget(needed, empty_at)
+        if page.size(empty) > max_tokens:
+            needed = least_budget(page.size(empty), lambda m: _size_at(page, m, 0))
             msg = (
                 f"max_tokens={max_tokens} cannot hold even an empty response here, which needs "
                 f"{needed} tokens; use max_tokens >= {needed}"
             )
             raise StoreError(msg)
-        return empty.with_measure(empty.to_text(), needed)
-    # A guess from stored counts: each text as escaped in JSON plus the fields around it (one
-    # result's skeleton counted once), over the envelope of a response without results. The
-    # budget primitive then counts the rendered response from that guess: one count when the
-    # guess is right, a few more when it is off.
+        return measure(empty, counter)
+    # A guess from stored counts: each text (as escaped in JSON, for JSON) plus its header or
+    # fields, over the envelope of a response without results. The budget primitive then
+    # counts the rendered response from that guess: one count when the guess is right.
     base = page.size(page.assemble(0))
-    skeleton = results[0].model_copy(update={"text": ""}).model_dump_json(exclude_none=True)
-    per_result = counter.count(skeleton) + 1
+    if rendering.format == "json":
+        skeleton = results[0].model_copy(update={"text": ""}).model_dump_json(exclude_none=True)
+        costs = [n + counter.count(skeleton) + 1 for n in in_json]
+    else:
+        costs = [(r.tokens or 0) + counter.count(r.header(offset + 1)) + 2 for r in results]
     k, room = 0, max_tokens - base
-    while k < n and in_json[k] + per_result <= room:
-        room -= in_json[k] + per_result
+    while k < n and costs[k] <= room:
+        room -= costs[k]
         k += 1
     fitted = largest_prefix(
         lambda j: page.assemble(j).to_text(), n, max_tokens, counter, lower=1, guess=max(k, 1)
     )
     if fitted is not None:
-        return page.assemble(fitted.size).with_measure(fitted.text, fitted.tokens)
-    return _cut_first(page, results[0], raw[0])
+        return measure(page.assemble(fitted.size), counter)
+    return _cut_first(page, results[0])
 
 
-def _smallest(page: _Page, first: SearchResult, total_tokens: int) -> tuple[SearchResponse, str]:
-    """The smallest response with a top result: its text cut to the marker alone."""
-    marker = CUT_MARKER.format(limit=page.max_tokens, total=total_tokens)
-    placeholder = first.model_copy(
-        update={
-            "text": marker.lstrip(),
-            "end_line": first.start_line,
-            "tokens": page.counter.count(marker.lstrip()) if first.tokens is not None else None,
-            "cut": True if first.cut is not None else None,
-        }
-    )
-    return page.assemble(1, cut=placeholder), marker
+def _size_at(page: _Page, budget: int, k: int, cut: SearchResult | None = None) -> int:
+    """The size of the response keeping `k` results under another budget (it shows in the
+    notice), for the least-budget advice."""
+    other = page.with_budget(budget)
+    return other.size(other.assemble(k, cut=cut))
 
 
-def _cut_first(page: _Page, first: SearchResult, total_tokens: int) -> SearchResponse:
+def _cut_first(page: _Page, first: SearchResult) -> SearchResponse:
     """The top result cut to fit the budget with the rest of the response.
 
-    The smallest such response holds the cut marker alone; a budget below that is an error
-    that names the minimum.
+    The cut is measured as the whole response renders it, header, envelope and escaping
+    included. The smallest such response holds the top result's header alone; a budget below
+    that is an error that names the minimum.
     """
-    smallest, marker = _smallest(page, first, total_tokens)
-    needed = page.size(smallest)
-    if needed > page.max_tokens:
-        least = least_budget(
-            needed, lambda m: page.size(_smallest(page.with_budget(m), first, total_tokens)[0])
+
+    def cut_at(kept: str) -> SearchResult:
+        kept = kept.rstrip()
+        return first.model_copy(
+            update={
+                "text": kept,
+                "end_line": first.start_line + kept.count("\n"),
+                "tokens": page.counter.count(kept) if first.tokens is not None else None,
+                "cut": True if first.cut is not None else None,
+            }
         )
+
+    fitted = cut_text(
+        first.text,
+        page.max_tokens,
+        page.counter,
+        render=lambda kept: page.assemble(1, cut=cut_at(kept)).to_text(),
+    )
+    if fitted is None:
+        empty = cut_at("")
+        needed = page.size(page.assemble(1, cut=empty))
+        least = least_budget(needed, lambda m: _size_at(page, m, 1, cut=empty))
         msg = (
             f"max_tokens={page.max_tokens} cannot hold even the top result cut to nothing, "
             f"which needs {least} tokens; use max_tokens >= {least}"
         )
         raise StoreError(msg)
-
-    def response(kept: str) -> SearchResponse:
-        shown = with_marker(kept, marker)
-        cut = first.model_copy(
-            update={
-                "text": shown,
-                "end_line": first.start_line + kept.rstrip().count("\n"),
-                "tokens": page.counter.count(shown) if first.tokens is not None else None,
-                "cut": True if first.cut is not None else None,
-            }
-        )
-        return page.assemble(1, cut=cut)
-
-    # The cut is measured as the whole response renders it, envelope and escaping included.
-    fitted = cut_text(
-        first.text,
-        page.max_tokens,
-        page.counter,
-        render=lambda kept: response(kept).to_text(),
-    )
-    if fitted is None or fitted.size == 0:
-        return smallest.with_measure(smallest.to_text(), needed)
-    return response(first.text[: fitted.size]).with_measure(fitted.text, fitted.tokens)
+    return measure(page.assemble(1, cut=cut_at(first.text[: fitted.size])), page.counter)

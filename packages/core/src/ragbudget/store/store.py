@@ -17,13 +17,14 @@ from ragbudget.store.errors import StoreError
 from ragbudget.store.files import read_text, walk
 from ragbudget.store.models import (
     FileProblem,
+    Format,
     IngestReport,
     ReadResponse,
     SearchResponse,
     StoreStats,
 )
 from ragbudget.store.reading import budget_read, rebuild_text
-from ragbudget.store.search import Hit, budget_response, fetch_ranked
+from ragbudget.store.search import Hit, Rendering, budget_response, fetch_ranked
 
 __all__ = ["DEFAULT_PATH", "DocumentStore"]
 
@@ -280,12 +281,17 @@ class DocumentStore:
         file_type: str | None = None,
         directory: str | None = None,
         counter: CounterSpec = None,
+        format: Format = "text",
+        offset_hint: str = "offset={offset}",
     ) -> SearchResponse:
         """The best-ranked chunks for `query` whose rendered response fits `max_tokens`.
 
         `offset` skips that many ranked results (continue with the response's `next_offset`);
         `limit` caps the results per page; `concise` returns short snippets and fewer fields;
-        `file_type` ("py", "md", ...) and `directory` filter by file.
+        `file_type` ("py", "md", ...) and `directory` filter by file. `format` is how the
+        answer renders (`to_text()`): "text" (results verbatim under one-line headers) or
+        "json"; the budget holds for that rendering. `offset_hint` is how notices name the
+        continuation (`--offset {offset}` for a shell).
         """
         if not isinstance(query, str) or not query.strip():
             msg = f"query must be a non-empty string, got {query!r}"
@@ -296,27 +302,18 @@ class DocumentStore:
         _check_int("limit", limit, 1, MAX_LIMIT)
         _check_int("max_tokens", max_tokens, 1, MAX_TOKENS)
         _check_int("offset", offset, 0, MAX_OFFSET)
+        rendering = _rendering(format, offset_hint)
         tc = self._backend.counter if counter is None else get_counter(counter)
         where = self._where(file_type, directory)
         collection = self._backend.require()
-        total = (
-            collection.count()
-            if where is None
-            else len(collection.get(where=where, include=[])["ids"])
-        )
+        total = self._total(collection, where)
         if offset and offset >= total:
             msg = f"offset {offset} is past the end: {total} results match"
             raise StoreError(msg)
         hits: list[Hit] = []
         n = min(offset + limit, total)
         if n > offset:
-            found = collection.query(
-                query_embeddings=self._backend.embed([query], query=True),
-                n_results=n,
-                where=where,
-                include=["distances"],
-            )
-            ranked = list(zip(found["ids"][0], map(float, found["distances"][0]), strict=True))
+            ranked = self._ranked(collection, query, n, where)
             hits = fetch_ranked(
                 ranked[offset:],
                 functools.partial(self._records, collection),
@@ -325,8 +322,58 @@ class DocumentStore:
             )
         return budget_response(
             hits, query=query, offset=offset, total_count=total, max_tokens=max_tokens,
-            counter=tc, concise=bool(concise),
+            counter=tc, concise=bool(concise), rendering=rendering,
         )  # fmt: skip
+
+    @staticmethod
+    def _total(collection: Any, where: dict[str, Any] | None) -> int:
+        """How many chunks match the filters."""
+        if where is None:
+            return int(collection.count())
+        return len(collection.get(where=where, include=[])["ids"])
+
+    def _ranked(
+        self, collection: Any, query: str, n: int, where: dict[str, Any] | None
+    ) -> list[tuple[str, float]]:
+        """The `n` best `(id, distance)` pairs for `query` (ids and distances only)."""
+        found = collection.query(
+            query_embeddings=self._backend.embed([query], query=True),
+            n_results=n,
+            where=where,
+            include=["distances"],
+        )
+        return list(zip(found["ids"][0], map(float, found["distances"][0]), strict=True))
+
+    def candidates(
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        offset: int = 0,
+        file_type: str | None = None,
+        directory: str | None = None,
+    ) -> list[tuple[str, str, float, int | None]]:
+        """The ranked candidates a `search` with the same arguments budgets: `(id, source,
+        score, stored token count)` for ranks `offset` to `offset + limit`, for explaining
+        what a budget kept, cut and dropped (`ragbudget search --explain`)."""
+        _check_int("limit", limit, 1, MAX_LIMIT)
+        _check_int("offset", offset, 0, MAX_OFFSET)
+        collection = self._backend.require()
+        where = self._where(file_type, directory)
+        total = self._total(collection, where)
+        n = min(offset + limit, total)
+        if n <= offset:
+            return []
+        ranked = self._ranked(collection, query, n, where)[offset:]
+        records = self._records(collection, [i for i, _ in ranked])
+        out = []
+        for id_, distance in ranked:
+            if id_ in records:
+                meta = records[id_][1]
+                tokens = meta.get("tokens")
+                out.append((id_, str(meta["source"]), round(1.0 - distance, 4),
+                            tokens if isinstance(tokens, int) else None))  # fmt: skip
+        return out
 
     @staticmethod
     def _records(collection: Any, ids: list[str]) -> dict[str, tuple[str, dict[str, Any]]]:
@@ -360,9 +407,13 @@ class DocumentStore:
         limit: int | None = None,
         max_tokens: int = 8192,
         counter: CounterSpec = None,
+        format: Format = "text",
+        offset_hint: str = "offset={offset}",
     ) -> ReadResponse:
         """A stored document's lines from `offset` (1-based), at most `limit` of them, with a
-        rendered response within `max_tokens` and a notice saying how to continue."""
+        rendered response within `max_tokens` and a notice saying how to continue (`format`
+        and `offset_hint` as for `search`)."""
+        rendering = _rendering(format, offset_hint)
         _check_int("offset", offset, 1, 1 << 31)
         if limit is not None:
             _check_int("limit", limit, 1, 1 << 31)
@@ -371,8 +422,9 @@ class DocumentStore:
         resolved, records = self._fetch(source)
         text = rebuild_text(records)
         return budget_read(
-            resolved, text, offset=offset, limit=limit, max_tokens=max_tokens, counter=tc
-        )
+            resolved, text, offset=offset, limit=limit, max_tokens=max_tokens, counter=tc,
+            rendering=rendering,
+        )  # fmt: skip
 
     def stats(self) -> StoreStats:
         """How many documents and chunks the collection holds, and how it was built."""
@@ -388,3 +440,13 @@ class DocumentStore:
             path=str(b.path.resolve()) if b.path is not None else None,
             server=b.server,
         )
+
+
+def _rendering(format: Any, offset_hint: Any) -> Rendering:
+    if format not in ("text", "json"):
+        msg = f"format must be 'text' or 'json', got {format!r}"
+        raise StoreError(msg)
+    if not isinstance(offset_hint, str) or "{offset}" not in offset_hint:
+        msg = f"offset_hint must be a string holding '{{offset}}', got {offset_hint!r}"
+        raise StoreError(msg)
+    return Rendering(format=format, offset_hint=offset_hint)
