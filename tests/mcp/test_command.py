@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import typer
 from ragbudget.mcp.command import register
+from ragbudget.mcp.http_security import check_auth_token
 from typer.testing import CliRunner
 
 
@@ -47,3 +48,34 @@ def test_a_store_that_cannot_open_fails_with_its_reason(app: typer.Typer, tmp_pa
     assert "cannot serve" in result.stderr
     assert "http://127.0.0.1:9" in result.stderr
     assert result.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "expected"),
+    [
+        (["--auth-token", ""], {}, "is empty"),
+        (["--auth-token", "   "], {}, "is empty"),
+        ([], {"RAGBUDGET_AUTH_TOKEN": ""}, "is empty"),
+        ([], {"RAGBUDGET_AUTH_TOKEN": " \t "}, "is empty"),
+        (["--auth-token", " padded "], {}, "starts or ends with whitespace"),
+    ],
+)
+def test_a_blank_token_is_a_one_line_startup_error(
+    app: typer.Typer, tmp_path: Path, args: list[str], env: dict[str, str], expected: str
+) -> None:
+    runner = CliRunner(env=env)
+    result = runner.invoke(
+        app, ["serve", "--db", str(tmp_path), "--transport", "http", "--port", "1", *args]
+    )
+    assert result.exit_code == 2, result.output
+    assert expected in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stdout == ""
+
+
+def test_check_auth_token_keeps_a_real_token() -> None:
+    assert check_auth_token(None) is None
+    assert check_auth_token("a-real-token") == "a-real-token"
+    with pytest.raises(ValueError, match="empty"):
+        check_auth_token("")

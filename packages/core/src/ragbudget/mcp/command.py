@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 import ipaddress
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -12,6 +13,7 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 
+from ragbudget.mcp.http_security import check_auth_token, run_http
 from ragbudget.mcp.settings import DEFAULT_MAX_TOKENS_CEILING, ServerSettings
 
 __all__ = ["HTTP_PATH", "Transport", "register", "serve"]
@@ -131,6 +133,24 @@ def serve(
             help="HTTP only: require 'Authorization: Bearer <token>' on every request.",
         ),
     ] = None,
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-host",
+            envvar="RAGBUDGET_ALLOW_HOST",
+            help="HTTP only: a Host header to accept besides loopback and the bind address "
+            "(repeatable; fnmatch patterns; env: space-separated). Others get 421.",
+        ),
+    ] = None,
+    allow_origin: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-origin",
+            envvar="RAGBUDGET_ALLOW_ORIGIN",
+            help="HTTP only: a browser Origin to accept besides loopback and same-origin, "
+            "e.g. https://app.example (repeatable; env: space-separated). Others get 403.",
+        ),
+    ] = None,
     log_level: Annotated[
         str, typer.Option(help="Log level for stderr (DEBUG, INFO, WARNING, ERROR).")
     ] = "WARNING",
@@ -163,8 +183,18 @@ def serve(
         problems = "; ".join(str(err["msg"]).removeprefix("Value error, ") for err in exc.errors())
         raise _fail(problems) from None
 
-    if transport is Transport.stdio and auth_token:
-        logger.warning("--auth-token applies to --transport http only; stdio ignores it")
+    if transport is Transport.stdio and (auth_token or allow_host or allow_origin):
+        logger.warning(
+            "--auth-token, --allow-host and --allow-origin apply to --transport http only; "
+            "stdio ignores them"
+        )
+    if transport is Transport.http:
+        if auth_token is None and os.environ.get("RAGBUDGET_AUTH_TOKEN") is not None:
+            auth_token = os.environ["RAGBUDGET_AUTH_TOKEN"]  # click drops an empty variable
+        try:
+            auth_token = check_auth_token(auth_token)
+        except ValueError as exc:
+            raise _fail(str(exc)) from None
     if transport is Transport.http and not auth_token and not _is_loopback(host):
         logger.warning(
             "serving on %s without --auth-token: anyone who can reach it can search the store",
@@ -176,13 +206,14 @@ def serve(
         if transport is Transport.stdio:
             mcp.run("stdio", show_banner=False, log_level=level)
         else:
-            mcp.run(
-                "http",
-                show_banner=False,
+            run_http(
+                mcp,
                 host=host,
                 port=port,
                 path=HTTP_PATH,
                 log_level=level,
+                allow_hosts=allow_host or (),
+                allow_origins=allow_origin or (),
             )
     except KeyboardInterrupt:  # pragma: no cover - interactive stop
         return
