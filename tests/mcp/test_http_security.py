@@ -14,7 +14,7 @@ import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 from mcp_helpers import COUNTER_SPEC, HEADERS, INITIALIZE, http_server, server_env
-from ragbudget.mcp.http_security import shorten
+from ragbudget._shown import shown
 from ragbudget.store import DocumentStore
 
 TOKEN = "sec-token-9876543210"
@@ -115,7 +115,7 @@ def test_a_huge_forged_host_is_logged_shortened(open_server: Served) -> None:
     host = "x" * 3000 + ".example"
     assert open_server.post(host=host).status_code == 421
     log = open_server.stderr()
-    assert shorten(host) in log
+    assert shown(host) in log
     assert host not in log
 
 

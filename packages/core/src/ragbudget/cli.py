@@ -145,6 +145,7 @@ def ingest(
             ("ingested", report.files_ingested),
             ("unchanged", report.files_unchanged),
             ("skipped", len(report.files_skipped)),
+            ("removed (now unindexable)", len(report.files_removed)),
             ("errors", len(report.errors)),
             ("chunks added", report.chunks_added),
             ("chunks deleted", report.chunks_deleted),
@@ -154,6 +155,8 @@ def ingest(
         out.print(table)
         for problem in report.files_skipped:
             err.print(f"[dim]skipped {escape(problem.path)}: {escape(problem.reason)}[/]")
+        for problem in report.files_removed:
+            err.print(f"[yellow]removed {escape(problem.path)}: {escape(problem.reason)}[/]")
         for problem in report.errors:
             err.print(f"[yellow]could not read {escape(problem.path)}: {escape(problem.reason)}[/]")
 

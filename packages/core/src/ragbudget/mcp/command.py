@@ -123,6 +123,15 @@ def serve(
             help="Folder the ingest tool may index (repeatable). Without one, ingest is off.",
         ),
     ] = None,
+    allow_hard_links: Annotated[
+        bool,
+        typer.Option(
+            "--allow-hard-links",
+            envvar="RAGBUDGET_ALLOW_HARD_LINKS",
+            help="Let ingest index hard-linked files under the roots (their other names may "
+            "lie outside them). Refused by default.",
+        ),
+    ] = False,
     max_tokens_ceiling: Annotated[
         int, typer.Option(help="Cap on any tool call's max_tokens; larger asks are clamped.")
     ] = DEFAULT_MAX_TOKENS_CEILING,
@@ -177,6 +186,7 @@ def serve(
             embedding=embedding,
             counter=counter,
             allow_roots=tuple(allow_root or ()),
+            allow_hard_links=allow_hard_links,
             max_tokens_ceiling=max_tokens_ceiling,
         )
     except ValidationError as exc:

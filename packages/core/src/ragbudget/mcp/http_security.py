@@ -23,6 +23,8 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ragbudget._shown import shown
+
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, MutableMapping
 
@@ -40,7 +42,6 @@ __all__ = [
     "check_auth_token",
     "http_app",
     "run_http",
-    "shorten",
 ]
 
 logger = logging.getLogger(__name__)
@@ -48,21 +49,11 @@ logger = logging.getLogger(__name__)
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 """`Host` values always accepted (fastmcp's own defaults)."""
 
-SHOWN_CHARS = 80
-"""Longest piece of a caller's input repeated in a log line or an error message."""
-
 _REASONS = {
     401: "no valid bearer token (the Authorization header is not logged)",
     403: "Origin {origin} is not allowed (add it with --allow-origin if it is yours)",
     421: "Host {host} is not allowed (add it with --allow-host if it is yours)",
 }
-
-
-def shorten(value: str, limit: int = SHOWN_CHARS) -> str:
-    """`value` as repr, cut to its first `limit` characters plus an ellipsis when longer."""
-    if len(value) <= limit:
-        return repr(value)
-    return f"{value[:limit]!r}… ({len(value):,} characters)"
 
 
 def check_auth_token(token: str | None) -> str | None:
@@ -114,12 +105,12 @@ class RefusalLog:
         }
         client = scope.get("client") or ("?", 0)
         reason = _REASONS[status].format(
-            host=shorten(headers.get("host", "")), origin=shorten(headers.get("origin", ""))
+            host=shown(headers.get("host", "")), origin=shown(headers.get("origin", ""))
         )
         logger.warning(
             "refused %s %s from %s:%s with HTTP %d: %s",
             scope.get("method", "?"),
-            shorten(str(scope.get("path", "")), 40),
+            shown(str(scope.get("path", "")), 40),
             client[0],
             client[1],
             status,

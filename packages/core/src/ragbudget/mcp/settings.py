@@ -30,6 +30,7 @@ class ServerSettings(BaseModel):
         collection: Chroma collection to search.
         counter: token counter spec (`get_counter`), e.g. `"tiktoken:cl100k_base"`.
         allow_roots: folders the `ingest` tool may index; empty means ingest is disabled.
+        allow_hard_links: let `ingest` index hard-linked files (refused by default).
         max_tokens_ceiling: the largest budget any tool call gets; larger asks are clamped.
 
     Instantiate:
@@ -61,6 +62,11 @@ class ServerSettings(BaseModel):
     allow_roots: tuple[Path, ...] = Field(
         default=(),
         description="Folders `ingest` may index (resolved, symlinks followed); empty = disabled.",
+    )
+    allow_hard_links: bool = Field(
+        default=False,
+        description="Let `ingest` index hard-linked files (st_nlink > 1), whose other names "
+        "may lie outside the roots; refused by default.",
     )
     max_tokens_ceiling: int = Field(
         default=DEFAULT_MAX_TOKENS_CEILING,

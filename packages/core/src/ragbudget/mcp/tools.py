@@ -28,9 +28,11 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_types import TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragbudget._shown import shown
 from ragbudget.counters import TokenCounter
 from ragbudget.mcp.budgeting import BudgetExceededError, clamp_budget, fit_text
-from ragbudget.mcp.roots import OutsideRootsError, check_ingest_paths
+from ragbudget.mcp.errors import refuse
+from ragbudget.mcp.roots import OutsideRootsError, check_ingest_paths, linked_file_reason
 from ragbudget.mcp.settings import ServerSettings
 from ragbudget.store import (
     DocumentStore,
@@ -50,6 +52,15 @@ STATE_KEY = "ragbudget"
 
 MAX_LIMIT = 200
 """Most results one `search` may rank (a larger ask is an argument error)."""
+
+MAX_OFFSET = 10_000
+"""Largest `search` offset (the store's own cap)."""
+
+MAX_PATH_CHARS = 4096
+"""Longest path argument (Linux's PATH_MAX); longer ones are argument errors."""
+
+MAX_LINE = 1 << 31
+"""Largest line number or line count `read_document` takes (the store's own cap)."""
 
 R = TypeVar("R", SearchResponse, ReadResponse)
 
@@ -74,11 +85,6 @@ class ServerStats(BaseModel):
     counter_exact: bool = Field(description="True for a real tokenizer, False for an estimate.")
     max_tokens_ceiling: int = Field(description="Largest max_tokens any call gets.")
     ingest_roots: list[str] = Field(description="Folders `ingest` may index; empty = disabled.")
-
-
-def _refuse(exc: Exception) -> ToolError:
-    """A caller's mistake as a tool error: its message is the advice; a WARNING on stderr."""
-    return ToolError(str(exc), log_level=logging.WARNING)
 
 
 def _state(ctx: Context) -> ServerState:
@@ -123,7 +129,7 @@ async def _budgeted(
             )
         )
     except (StoreError, BudgetExceededError) as exc:
-        raise _refuse(exc) from exc
+        raise refuse(exc, effective, state.counter) from exc
     message = warning(response, effective - reserved)
     if message is not None:
         await _warn(ctx, message)
@@ -171,6 +177,7 @@ async def search(
         Field(
             description="Rank to start from: pass the next_offset of a truncated response.",
             ge=0,
+            le=MAX_OFFSET,
         ),
     ] = 0,
     concise: Annotated[
@@ -178,11 +185,17 @@ async def search(
     ] = False,
     file_type: Annotated[
         str | None,
-        Field(description="Only files of this type, e.g. 'py' or 'md'.", min_length=1),
+        Field(
+            description="Only files of this type, e.g. 'py' or 'md'.", min_length=1, max_length=32
+        ),
     ] = None,
     directory: Annotated[
         str | None,
-        Field(description="Only files under this folder (as stored in `source`).", min_length=1),
+        Field(
+            description="Only files under this folder (as stored in `source`).",
+            min_length=1,
+            max_length=MAX_PATH_CHARS,
+        ),
     ] = None,
 ) -> ToolResult:
     """Search the indexed documents; the response always fits `max_tokens`.
@@ -209,7 +222,7 @@ async def search(
         if not response.truncated:
             return None
         return (
-            f"search {query!r}: response truncated to fit {budget:,} tokens "
+            f"search {shown(query)}: response truncated to fit {budget:,} tokens "
             f"({response.notice or 'see truncation_info'})"
         )
 
@@ -219,16 +232,28 @@ async def search(
 async def read_document(
     source: Annotated[
         str,
-        Field(description="The document's `source`, as a search result gives it.", min_length=1),
+        Field(
+            description="The document's `source`, as a search result gives it.",
+            min_length=1,
+            max_length=MAX_PATH_CHARS,
+        ),
     ],
     ctx: Context,
     offset: Annotated[
         int,
-        Field(description="First line to return (1-based); use the offset a notice gives.", ge=1),
+        Field(
+            description="First line to return (1-based); use the offset a notice gives.",
+            ge=1,
+            le=MAX_LINE,
+        ),
     ] = 1,
     limit: Annotated[
         int | None,
-        Field(description="Most lines to return (None = as many as the budget allows).", ge=1),
+        Field(
+            description="Most lines to return (None = as many as the budget allows).",
+            ge=1,
+            le=MAX_LINE,
+        ),
     ] = None,
     max_tokens: Annotated[
         int,
@@ -253,14 +278,16 @@ async def read_document(
     def warning(response: ReadResponse, budget: int) -> str | None:
         if not response.truncated:
             return None
-        return f"read_document {source!r}: page cut to fit {budget:,} tokens ({response.notice})"
+        return (
+            f"read_document {shown(source)}: page cut to fit {budget:,} tokens ({response.notice})"
+        )
 
     return await _budgeted(ctx, state, max_tokens, fetch, warning)
 
 
 async def ingest(
     paths: Annotated[
-        list[str],
+        list[Annotated[str, Field(min_length=1, max_length=MAX_PATH_CHARS)]],
         Field(
             description="Files or folders to index; each must lie under a root the server allows.",
             min_length=1,
@@ -278,17 +305,23 @@ async def ingest(
     try:
         checked = check_ingest_paths(paths, state.settings.allow_roots)
     except OutsideRootsError as exc:
-        raise _refuse(exc) from exc
+        raise refuse(exc) from exc
 
     def on_progress(done: int, total: int, path: str) -> None:
         anyio.from_thread.run(partial(ctx.report_progress, done, total, path))
 
-    call = partial(state.store.ingest, [str(p) for p in checked], on_progress=on_progress)
+    roots, hard_links = state.settings.allow_roots, state.settings.allow_hard_links
+    call = partial(
+        state.store.ingest,
+        [str(p) for p in checked],
+        on_progress=on_progress,
+        refuse=partial(linked_file_reason, roots=roots, allow_hard_links=hard_links),
+    )
     async with state.ingest_lock:
         try:
             report: IngestReport = await anyio.to_thread.run_sync(call)
         except StoreError as exc:
-            raise _refuse(exc) from exc
+            raise refuse(exc) from exc
     return report
 
 
@@ -298,7 +331,7 @@ async def stats(ctx: Context) -> ServerStats:
     try:
         store_stats: StoreStats = await anyio.to_thread.run_sync(state.store.stats)
     except StoreError as exc:
-        raise _refuse(exc) from exc
+        raise refuse(exc) from exc
     return ServerStats(
         store=store_stats,
         counter=state.counter.name,
