@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import typer
@@ -40,13 +41,15 @@ def test_bad_options_fail_fast_on_stderr(app: typer.Typer, args: list[str], expe
     assert result.stdout == "", "stdout is the protocol's"
 
 
-def test_a_store_that_cannot_open_fails_with_its_reason(app: typer.Typer, tmp_path: Path) -> None:
-    """The environment's --db gives way to --server on the command line; the server is down."""
+def test_the_command_line_server_beats_the_environment_db(app: typer.Typer, tmp_path: Path) -> None:
+    """The environment's --db gives way to --server on the command line; the server is down,
+    which does not stop the server (its tools report it): stdin's EOF ends the session."""
     runner = CliRunner(env={"RAGBUDGET_DB": str(tmp_path)})
-    result = runner.invoke(app, ["serve", "--server", "http://127.0.0.1:9"])
-    assert result.exit_code == 1, result.output
-    assert "cannot serve" in result.stderr
-    assert "http://127.0.0.1:9" in result.stderr
+    result = runner.invoke(
+        app, ["serve", "--server", "http://127.0.0.1:9", "--log-level", "INFO"], input=""
+    )
+    assert result.exit_code == 0, result.output
+    assert "serving collection 'documents' of http://127.0.0.1:9" in result.stderr
     assert result.stdout == ""
 
 
@@ -79,3 +82,21 @@ def test_check_auth_token_keeps_a_real_token() -> None:
     assert check_auth_token("a-real-token") == "a-real-token"
     with pytest.raises(ValueError, match="empty"):
         check_auth_token("")
+
+
+def test_allowed_hosts_and_origins_come_from_options_or_the_environment(
+    app: typer.Typer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[dict[str, Any]] = []
+    monkeypatch.setattr(
+        "ragbudget.mcp.command.run_http", lambda mcp, **kwargs: calls.append(kwargs)
+    )
+    env = {"RAGBUDGET_ALLOW_HOST": "a.example *.lan", "RAGBUDGET_ALLOW_ORIGIN": "https://x.example"}
+    args = ["serve", "--db", str(tmp_path), "--transport", "http"]
+    assert CliRunner(env=env).invoke(app, args).exit_code == 0
+    assert CliRunner().invoke(app, [*args, "--allow-host", "b.example"]).exit_code == 0
+    assert calls[0]["allow_hosts"] == ["a.example", "*.lan"]
+    assert calls[0]["allow_origins"] == ["https://x.example"]
+    assert calls[1]["allow_hosts"] == ["b.example"]
+    assert calls[1]["allow_origins"] == ()
+    assert calls[0]["host"] == "127.0.0.1"

@@ -14,7 +14,12 @@ import typer
 from pydantic import ValidationError
 
 from ragbudget.mcp.http_security import check_auth_token, run_http
-from ragbudget.mcp.settings import DEFAULT_MAX_TOKENS_CEILING, ServerSettings
+from ragbudget.mcp.settings import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_MAX_TOKENS_CEILING,
+    DEFAULT_READ_TIMEOUT,
+    ServerSettings,
+)
 
 __all__ = ["HTTP_PATH", "Transport", "register", "serve"]
 
@@ -93,6 +98,20 @@ def serve(
             "--server", envvar="RAGBUDGET_SERVER", help="Chroma server URL instead of --db."
         ),
     ] = None,
+    connect_timeout: Annotated[
+        float,
+        typer.Option(
+            envvar="RAGBUDGET_CONNECT_TIMEOUT",
+            help="With --server: seconds to wait for a connection.",
+        ),
+    ] = DEFAULT_CONNECT_TIMEOUT,
+    read_timeout: Annotated[
+        float,
+        typer.Option(
+            envvar="RAGBUDGET_READ_TIMEOUT",
+            help="With --server: seconds to wait for each answer to arrive.",
+        ),
+    ] = DEFAULT_READ_TIMEOUT,
     collection: Annotated[
         str, typer.Option(envvar="RAGBUDGET_COLLECTION", help="Collection to serve.")
     ] = "documents",
@@ -182,6 +201,8 @@ def serve(
         settings = ServerSettings(
             db=db,
             server=server,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
             collection=collection,
             embedding=embedding,
             counter=counter,

@@ -6,7 +6,15 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-__all__ = ["DEFAULT_MAX_TOKENS_CEILING", "MIN_MAX_TOKENS_CEILING", "ServerSettings"]
+from ragbudget._defaults import DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, MAX_TIMEOUT
+
+__all__ = [
+    "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_MAX_TOKENS_CEILING",
+    "DEFAULT_READ_TIMEOUT",
+    "MIN_MAX_TOKENS_CEILING",
+    "ServerSettings",
+]
 
 DEFAULT_MAX_TOKENS_CEILING = 25_000
 """Claude Code refuses tool output over 25,000 tokens by default: the server never asks for more."""
@@ -27,6 +35,7 @@ class ServerSettings(BaseModel):
     Key init args:
         db: folder of the embedded Chroma store (default `.ragbudget`; not with `server`).
         server: URL of a Chroma server (`http://host:port`) instead of an embedded store.
+        connect_timeout, read_timeout: seconds to wait for that server (10 and 30).
         collection: Chroma collection to search.
         counter: token counter spec (`get_counter`), e.g. `"tiktoken:cl100k_base"`.
         allow_roots: folders the `ingest` tool may index; empty means ingest is disabled.
@@ -49,6 +58,18 @@ class ServerSettings(BaseModel):
     )
     server: str | None = Field(
         default=None, description="Chroma server URL (http://host:port); replaces `db`."
+    )
+    connect_timeout: float = Field(
+        default=DEFAULT_CONNECT_TIMEOUT,
+        gt=0,
+        le=MAX_TIMEOUT,
+        description="Seconds to wait for the Chroma `server` to accept a connection.",
+    )
+    read_timeout: float = Field(
+        default=DEFAULT_READ_TIMEOUT,
+        gt=0,
+        le=MAX_TIMEOUT,
+        description="Seconds to wait for each answer of the Chroma `server` to arrive.",
     )
     collection: str = Field(default="documents", description="Chroma collection to serve.")
     embedding: str | None = Field(

@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Annotated, Any, TypeVar
 
@@ -29,13 +28,12 @@ from mcp_types import TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragbudget._shown import shown
-from ragbudget.counters import TokenCounter
 from ragbudget.mcp.budgeting import BudgetExceededError, clamp_budget, fit_text
 from ragbudget.mcp.errors import refuse
 from ragbudget.mcp.roots import OutsideRootsError, check_ingest_paths, linked_file_reason
 from ragbudget.mcp.settings import ServerSettings
+from ragbudget.mcp.state import ServerState
 from ragbudget.store import (
-    DocumentStore,
     IngestReport,
     ReadResponse,
     SearchResponse,
@@ -65,16 +63,6 @@ MAX_LINE = 1 << 31
 R = TypeVar("R", SearchResponse, ReadResponse)
 
 
-@dataclass
-class ServerState:
-    """What every tool call shares, opened once in the server's lifespan."""
-
-    store: DocumentStore
-    counter: TokenCounter
-    settings: ServerSettings
-    ingest_lock: anyio.Lock = field(default_factory=anyio.Lock)
-
-
 class ServerStats(BaseModel):
     """What `stats` reports: the store's own figures plus this server's limits."""
 
@@ -87,11 +75,16 @@ class ServerStats(BaseModel):
     ingest_roots: list[str] = Field(description="Folders `ingest` may index; empty = disabled.")
 
 
-def _state(ctx: Context) -> ServerState:
+async def _state(ctx: Context) -> ServerState:
+    """The shared state, its store open (a store that cannot open is this call's error)."""
     state = ctx.lifespan_context.get(STATE_KEY)
     if not isinstance(state, ServerState):  # pragma: no cover - only without our lifespan
         msg = "the ragbudget store is not open: build the server with create_server()"
         raise ToolError(msg)
+    try:
+        await state.ready()
+    except StoreError as exc:
+        raise refuse(exc) from exc
     return state
 
 
@@ -204,7 +197,7 @@ async def search(
     list short, the response says how many were left out and the `offset` to continue from;
     read a whole file in pages with `read_document`.
     """
-    state = _state(ctx)
+    state = await _state(ctx)
 
     def fetch(budget: int) -> SearchResponse:
         return state.store.search(
@@ -268,7 +261,7 @@ async def read_document(
     A page that stops early ends with a notice naming the `offset` of the next line, so a
     document far larger than any budget can be read in full, page by page.
     """
-    state = _state(ctx)
+    state = await _state(ctx)
 
     def fetch(budget: int) -> ReadResponse:
         return state.store.read(
@@ -301,7 +294,7 @@ async def ingest(
     Unchanged files are skipped, changed ones replace their old chunks. Paths outside the
     allowed roots, including through symlinks, are refused.
     """
-    state = _state(ctx)
+    state = await _state(ctx)
     try:
         checked = check_ingest_paths(paths, state.settings.allow_roots)
     except OutsideRootsError as exc:
@@ -327,7 +320,7 @@ async def ingest(
 
 async def stats(ctx: Context) -> ServerStats:
     """What is indexed (collections, chunk counts, embedding, counter) and this server's limits."""
-    state = _state(ctx)
+    state = await _state(ctx)
     try:
         store_stats: StoreStats = await anyio.to_thread.run_sync(state.store.stats)
     except StoreError as exc:

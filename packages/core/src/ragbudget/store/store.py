@@ -25,6 +25,12 @@ from ragbudget.store.models import (
 )
 from ragbudget.store.paths import user_path
 from ragbudget.store.reading import budget_read, rebuild_text
+from ragbudget.store.remote import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_READ_TIMEOUT,
+    guarded,
+    server_errors,
+)
 from ragbudget.store.search import Hit, budget_response, fetch_ranked
 
 __all__ = ["DEFAULT_PATH", "DocumentStore"]
@@ -67,6 +73,9 @@ class DocumentStore:
             another embedding than its own is an error.
         counter: the token counter chunk sizes and stored counts use (any `get_counter` spec);
             by default the one the collection was built with, else the estimate.
+        connect_timeout, read_timeout: seconds to wait for a Chroma server to accept a
+            connection (10) and for the next bytes of each answer (30); a server that does not
+            answer in time is a StoreError naming it. Unused by an embedded store.
 
     Instantiate:
         >>> store = DocumentStore(path=".ragbudget")  # doctest: +SKIP
@@ -90,9 +99,17 @@ class DocumentStore:
         collection: str = "documents",
         embedding: str | None = "hashing",
         counter: CounterSpec = None,
+        *,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        read_timeout: float = DEFAULT_READ_TIMEOUT,
     ) -> None:
-        self._backend = ChromaBackend(path, server, collection, embedding, counter)
-        self._backend.open(create=False)  # an existing collection's embedding is checked now
+        self._backend = ChromaBackend(
+            path, server, collection, embedding, counter,
+            connect_timeout=connect_timeout, read_timeout=read_timeout,
+        )  # fmt: skip
+        b = self._backend
+        with server_errors(b.server, b.connect_timeout, b.read_timeout):
+            b.open(create=False)  # an existing collection's embedding is checked now
         self._sources: list[str] | None = None  # cached for suffix look-ups in read()
 
     @property
@@ -122,6 +139,7 @@ class DocumentStore:
 
     # -- reading the collection ---------------------------------------------------------------
 
+    @guarded
     def sources(self) -> list[str]:
         """Every stored document's source path, sorted."""
         found = sorted({str(m["source"]) for _, m in self._backend.metadatas() if "source" in m})
@@ -165,6 +183,7 @@ class DocumentStore:
 
     # -- ingest ---------------------------------------------------------------------------------
 
+    @guarded
     def ingest(
         self,
         paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
@@ -291,6 +310,7 @@ class DocumentStore:
 
     # -- search and read ------------------------------------------------------------------------
 
+    @guarded
     def search(
         self,
         query: str,
@@ -374,6 +394,7 @@ class DocumentStore:
             return None
         return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
+    @guarded
     def read(
         self,
         source: str,
@@ -396,6 +417,7 @@ class DocumentStore:
             resolved, text, offset=offset, limit=limit, max_tokens=max_tokens, counter=tc
         )
 
+    @guarded
     def stats(self) -> StoreStats:
         """How many documents and chunks the collection holds, and how it was built."""
         b = self._backend
