@@ -10,11 +10,13 @@ from typing import Any
 import pytest
 from fastmcp import Client
 from fastmcp.exceptions import ToolError
-from mcp_helpers import COUNTER_SPEC
+from mcp_helpers import COUNTER_SPEC, visible_tokens
+from ragbudget import TokenCounter
 from ragbudget._shown import shown
 from ragbudget.mcp import ServerSettings, create_server
+from ragbudget.mcp.reports import fit_report
 from ragbudget.mcp.roots import linked_file_reason
-from ragbudget.store import SearchResponse
+from ragbudget.store import FileProblem, IngestReport, SearchResponse
 
 SECRET = "zanzibar-quokka-credential"
 
@@ -156,3 +158,32 @@ def test_a_file_on_another_file_system_than_its_root_is_refused() -> None:
     assert reason is not None
     assert reason.startswith("on another file system than its root /")
     assert linked_file_reason(status, [Path("/proc")]) is None
+
+
+async def test_the_report_fits_the_ceiling_however_many_files_are_skipped(
+    tmp_path: Path, exact_counter: TokenCounter
+) -> None:
+    root = tmp_path / "root"
+    (root / "empty").mkdir(parents=True)
+    for i in range(300):
+        (root / "empty" / f"file-{i:03d}.txt").write_text("")
+    (root / "real.md").write_text("Some real text about quokkas.\n")
+    settings = ServerSettings(
+        db=tmp_path / "db", counter=COUNTER_SPEC, allow_roots=(root,), max_tokens_ceiling=256
+    )
+    async with Client(create_server(settings)) as client:
+        result = await client.call_tool_mcp("ingest", {"paths": [str(root)]})
+    assert not result.is_error, result
+    assert visible_tokens(result, exact_counter) <= 256
+    report = IngestReport.model_validate(result.structured_content)
+    assert report.files_seen == 301 and report.files_ingested == 1
+    assert report.problems_omitted == 300 - len(report.files_skipped) > 0
+    assert report.files_skipped[0].reason == "empty"
+
+
+def test_fit_report_leaves_a_small_report_alone(exact_counter: TokenCounter) -> None:
+    report = IngestReport(files_seen=2, files_skipped=[FileProblem(path="a", reason="empty")])
+    assert fit_report(report, 1000, exact_counter) is report
+    cut = fit_report(report, 20, exact_counter)
+    assert cut.files_skipped == [] and cut.problems_omitted == 1
+    assert report.files_skipped, "the caller's report is not mutated"

@@ -100,5 +100,10 @@ class ServerState:
 
     def close(self) -> None:
         """Release a store this state opened (one given to it is the caller's to close)."""
-        if self._opener is not None and self._store is not None:
-            self._store.close()
+        if self._opener is None:
+            return
+        store, pending = self._store, self._pending
+        if store is None and pending is not None and pending.done() and not pending.exception():
+            store = pending.result()  # opened in the background, never used
+        if store is not None:
+            store.close()

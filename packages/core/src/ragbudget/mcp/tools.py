@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ragbudget._shown import shown
 from ragbudget.mcp.budgeting import BudgetExceededError, clamp_budget, fit_text
 from ragbudget.mcp.errors import refuse
+from ragbudget.mcp.reports import fit_report
 from ragbudget.mcp.roots import OutsideRootsError, check_ingest_paths, linked_file_reason
 from ragbudget.mcp.settings import ServerSettings
 from ragbudget.mcp.state import ServerState
@@ -291,8 +292,10 @@ async def ingest(
 ) -> IngestReport:
     """Index files and folders under the server's allowed roots (idempotent).
 
-    Unchanged files are skipped, changed ones replace their old chunks. Paths outside the
-    allowed roots, including through symlinks, are refused.
+    Unchanged files are skipped, changed ones replace their old chunks, and files that can
+    no longer be indexed lose them. Paths outside the allowed roots, including through
+    symlinks, are refused; so are hard-linked files unless the server allows them. The
+    report fits the server's ceiling: long lists of files are cut (`problems_omitted`).
     """
     state = await _state(ctx)
     try:
@@ -315,7 +318,7 @@ async def ingest(
             report: IngestReport = await anyio.to_thread.run_sync(call)
         except StoreError as exc:
             raise refuse(exc) from exc
-    return report
+    return fit_report(report, state.settings.max_tokens_ceiling, state.counter)
 
 
 async def stats(ctx: Context) -> ServerStats:

@@ -140,3 +140,8 @@ class IngestReport(BaseModel):
     errors: list[FileProblem] = Field(
         default_factory=list, description="Files that could not be read."
     )
+    problems_omitted: int = Field(
+        default=0,
+        description="Entries left out of files_skipped, files_removed and errors so that the "
+        "report fits a budget (the MCP server's ceiling); 0 when every entry is listed.",
+    )
