@@ -61,9 +61,13 @@ def test_the_command_line_server_beats_the_environment_db(app: typer.Typer, tmp_
         ([], {"RAGBUDGET_AUTH_TOKEN": ""}, "is empty"),
         ([], {"RAGBUDGET_AUTH_TOKEN": " \t "}, "is empty"),
         (["--auth-token", " padded "], {}, "starts or ends with whitespace"),
+        (["--allow-host", "http://evil.example"], {}, "--allow-host 'http://evil.example' is not"),
+        (["--allow-host", " "], {}, "is not a host name"),
+        (["--allow-origin", "app.example"], {}, "--allow-origin 'app.example' is not an origin"),
+        (["--allow-origin", "https://app.example/path"], {}, "scheme and host, no path"),
     ],
 )
-def test_a_blank_token_is_a_one_line_startup_error(
+def test_bad_http_options_are_one_line_startup_errors(
     app: typer.Typer, tmp_path: Path, args: list[str], env: dict[str, str], expected: str
 ) -> None:
     runner = CliRunner(env=env)

@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 
-from ragbudget.mcp.http_security import check_auth_token, run_http
+from ragbudget.mcp.http_security import check_allowed, check_auth_token, run_http
 from ragbudget.mcp.settings import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_MAX_TOKENS_CEILING,
@@ -224,6 +224,7 @@ def serve(
             auth_token = os.environ["RAGBUDGET_AUTH_TOKEN"]  # click drops an empty variable
         try:
             auth_token = check_auth_token(auth_token)
+            check_allowed(allow_host or (), allow_origin or ())
         except ValueError as exc:
             raise _fail(str(exc)) from None
     if transport is Transport.http and not auth_token and not _is_loopback(host):

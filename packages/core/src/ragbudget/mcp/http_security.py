@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from ragbudget._shown import shown
 
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = [
     "LOOPBACK_HOSTS",
     "RefusalLog",
+    "check_allowed",
     "check_auth_token",
     "http_app",
     "run_http",
@@ -70,6 +72,27 @@ def check_auth_token(token: str | None) -> str | None:
         msg = "--auth-token (or RAGBUDGET_AUTH_TOKEN) starts or ends with whitespace: remove it"
         raise ValueError(msg)
     return token
+
+
+def check_allowed(hosts: Sequence[str], origins: Sequence[str]) -> None:
+    """Refuse `--allow-host`/`--allow-origin` values that could never match (a ValueError)."""
+    for host in hosts:
+        if not host.strip() or "/" in host or any(c.isspace() for c in host):
+            msg = (
+                f"--allow-host {shown(host)} is not a host name: give one like 'mybox.lan', "
+                "'192.168.1.20' or '*.lan' (no scheme, no path)"
+            )
+            raise ValueError(msg)
+    for origin in origins:
+        if origin == "*":
+            continue
+        parts = urlsplit(origin)
+        if parts.scheme not in ("http", "https") or not parts.netloc or parts.path.strip("/"):
+            msg = (
+                f"--allow-origin {shown(origin)} is not an origin: give one like "
+                "'https://app.example' or 'http://localhost:3000' (scheme and host, no path)"
+            )
+            raise ValueError(msg)
 
 
 class RefusalLog:
