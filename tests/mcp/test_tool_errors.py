@@ -159,3 +159,25 @@ async def test_read_document_errors_fit_the_budget(
     if result.is_error and BUDGET_ADVICE in message:
         return  # the budget is below the smallest page: the error says which budget to use
     assert visible_tokens(result, exact_counter) <= budget, message
+
+
+async def test_the_session_keeps_serving_after_every_kind_of_error(
+    server: Any, exact_counter: TokenCounter
+) -> None:
+    bad_calls: list[tuple[str, dict[str, Any]]] = [
+        ("read_document", {"source": "x" * 1_000_000}),
+        ("read_document", {"source": LONG, "max_tokens": 30}),
+        ("read_document", {"source": "~nosuchuser-xyz/a"}),
+        ("read_document", {"source": "a\x00b"}),
+        ("search", {"query": "json", "directory": "\x00"}),
+        ("search", {"query": "json", "max_tokens": 1}),
+        ("search", {"query": "json", "offset": 10_001}),
+    ]
+    async with Client(server) as client:
+        for tool, arguments in bad_calls:
+            result = await client.call_tool_mcp(tool, arguments)
+            assert result.is_error, (tool, arguments)
+            assert "Error calling tool" not in text_blocks(result)[0]
+        result = await client.call_tool_mcp("search", {"query": "json decoder", "max_tokens": 800})
+    assert not result.is_error
+    assert visible_tokens(result, exact_counter) <= 800
