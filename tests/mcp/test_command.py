@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import typer
 from ragbudget.mcp.command import register
+from ragbudget.mcp.http_security import check_auth_token
 from typer.testing import CliRunner
 
 
@@ -39,11 +41,66 @@ def test_bad_options_fail_fast_on_stderr(app: typer.Typer, args: list[str], expe
     assert result.stdout == "", "stdout is the protocol's"
 
 
-def test_a_store_that_cannot_open_fails_with_its_reason(app: typer.Typer, tmp_path: Path) -> None:
-    """The environment's --db gives way to --server on the command line; the server is down."""
+def test_the_command_line_server_beats_the_environment_db(app: typer.Typer, tmp_path: Path) -> None:
+    """The environment's --db gives way to --server on the command line; the server is down,
+    which does not stop the server (its tools report it): stdin's EOF ends the session."""
     runner = CliRunner(env={"RAGBUDGET_DB": str(tmp_path)})
-    result = runner.invoke(app, ["serve", "--server", "http://127.0.0.1:9"])
-    assert result.exit_code == 1, result.output
-    assert "cannot serve" in result.stderr
-    assert "http://127.0.0.1:9" in result.stderr
+    result = runner.invoke(
+        app, ["serve", "--server", "http://127.0.0.1:9", "--log-level", "INFO"], input=""
+    )
+    assert result.exit_code == 0, result.output
+    assert "serving collection 'documents' of http://127.0.0.1:9" in result.stderr
     assert result.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "expected"),
+    [
+        (["--auth-token", ""], {}, "is empty"),
+        (["--auth-token", "   "], {}, "is empty"),
+        ([], {"RAGBUDGET_AUTH_TOKEN": ""}, "is empty"),
+        ([], {"RAGBUDGET_AUTH_TOKEN": " \t "}, "is empty"),
+        (["--auth-token", " padded "], {}, "starts or ends with whitespace"),
+        (["--allow-host", "http://evil.example"], {}, "--allow-host 'http://evil.example' is not"),
+        (["--allow-host", " "], {}, "is not a host name"),
+        (["--allow-origin", "app.example"], {}, "--allow-origin 'app.example' is not an origin"),
+        (["--allow-origin", "https://app.example/path"], {}, "scheme and host, no path"),
+    ],
+)
+def test_bad_http_options_are_one_line_startup_errors(
+    app: typer.Typer, tmp_path: Path, args: list[str], env: dict[str, str], expected: str
+) -> None:
+    runner = CliRunner(env=env)
+    result = runner.invoke(
+        app, ["serve", "--db", str(tmp_path), "--transport", "http", "--port", "1", *args]
+    )
+    assert result.exit_code == 2, result.output
+    assert expected in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stdout == ""
+
+
+def test_check_auth_token_keeps_a_real_token() -> None:
+    assert check_auth_token(None) is None
+    assert check_auth_token("a-real-token") == "a-real-token"
+    with pytest.raises(ValueError, match="empty"):
+        check_auth_token("")
+
+
+def test_allowed_hosts_and_origins_come_from_options_or_the_environment(
+    app: typer.Typer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[dict[str, Any]] = []
+    monkeypatch.setattr(
+        "ragbudget.mcp.command.run_http", lambda mcp, **kwargs: calls.append(kwargs)
+    )
+    env = {"RAGBUDGET_ALLOW_HOST": "a.example *.lan", "RAGBUDGET_ALLOW_ORIGIN": "https://x.example"}
+    args = ["serve", "--db", str(tmp_path), "--transport", "http"]
+    assert CliRunner(env=env).invoke(app, args).exit_code == 0
+    assert CliRunner().invoke(app, [*args, "--allow-host", "b.example"]).exit_code == 0
+    assert calls[0]["allow_hosts"] == ["a.example", "*.lan"]
+    assert calls[0]["allow_origins"] == ["https://x.example"]
+    assert calls[1]["allow_hosts"] == ["b.example"]
+    assert calls[1]["allow_origins"] == ()
+    assert calls[0]["host"] == "127.0.0.1"

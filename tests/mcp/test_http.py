@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,61 +10,20 @@ import httpx
 import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
-from mcp_helpers import COUNTER_SPEC, free_port, serve_command, server_env, visible_tokens
+from mcp_helpers import COUNTER_SPEC, HEADERS, INITIALIZE, http_server, server_env, visible_tokens
 from ragbudget import TokenCounter
 from ragbudget.store import DocumentStore, SearchResponse
 
 TOKEN = "test-token-0123456789"
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "raw-test", "version": "0"},
-    },
-}
-HEADERS = {"Accept": "application/json, text/event-stream"}
-
-
-def _wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-            pytest.fail(f"ragbudget serve exited with {proc.returncode}: {err}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.1)
-    pytest.fail(f"ragbudget serve did not listen on {port} within {timeout}s")
 
 
 @pytest.fixture(scope="module")
 def http_url(shared_store: DocumentStore, store_dir: Path) -> Iterator[str]:
     """`ragbudget serve --transport http` with the token from the environment, no --host."""
-    port = free_port()
     env = server_env()
     env["RAGBUDGET_AUTH_TOKEN"] = TOKEN
-    args = ["--db", str(store_dir), "--counter", COUNTER_SPEC, "--transport", "http"]
-    proc = subprocess.Popen(
-        [*serve_command(), *args, "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=env,
-    )
-    try:
-        _wait_for_port(port, proc)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        try:
-            proc.communicate(timeout=15)
-        except subprocess.TimeoutExpired:  # pragma: no cover
-            proc.kill()
-            proc.communicate()
+    with http_server(["--db", str(store_dir), "--counter", COUNTER_SPEC], env) as url:
+        yield url
 
 
 @pytest.mark.parametrize("authorization", [None, "Bearer wrong-token", f"Basic {TOKEN}"])

@@ -9,7 +9,14 @@ from typing import Any
 
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
-from mcp_helpers import COUNTER_SPEC, serve_command, server_env, text_blocks, visible_tokens
+from mcp_helpers import (
+    COUNTER_SPEC,
+    INITIALIZE,
+    serve_command,
+    server_env,
+    text_blocks,
+    visible_tokens,
+)
 from ragbudget import TokenCounter
 from ragbudget.store import DocumentStore, SearchResponse
 
@@ -80,19 +87,7 @@ def test_stdout_carries_only_protocol_messages(
 
 def _exchange(proc: subprocess.Popen[bytes]) -> list[bytes]:
     """initialize, a search that truncates, then EOF: every line the server wrote to stdout."""
-    _rpc(
-        proc,
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "raw-test", "version": "0"},
-            },
-        },
-    )
+    _rpc(proc, INITIALIZE)
     _rpc(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
     arguments = {"query": "json decoder", "limit": 30, "max_tokens": 400}
     call = {"name": "search", "arguments": arguments}

@@ -7,7 +7,8 @@
     ragbudget stats
 
 Options default from the environment: RAGBUDGET_DB, RAGBUDGET_SERVER, RAGBUDGET_COLLECTION,
-RAGBUDGET_COUNTER. Errors go to stderr with a non-zero exit status. Needs the `cli` extra.
+RAGBUDGET_COUNTER, RAGBUDGET_CONNECT_TIMEOUT, RAGBUDGET_READ_TIMEOUT. Errors go to stderr
+with a non-zero exit status. Needs the `cli` extra.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     msg = "the ragbudget command needs typer and rich: pip install 'ragbudget[cli]'"
     raise ImportError(msg) from exc
+
+from ragbudget._defaults import DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT
 
 __all__ = ["app", "main"]
 
@@ -53,6 +56,21 @@ Server = Annotated[
     typer.Option(envvar="RAGBUDGET_SERVER", help="Chroma server URL, e.g. http://localhost:8000."),
 ]
 Collection = Annotated[str, typer.Option(envvar="RAGBUDGET_COLLECTION", help="Collection name.")]
+ConnectTimeout = Annotated[
+    float | None,
+    typer.Option(
+        envvar="RAGBUDGET_CONNECT_TIMEOUT",
+        help="With --server: seconds to wait for a connection. "
+        f"[default: {DEFAULT_CONNECT_TIMEOUT:g}]",
+    ),
+]
+ReadTimeout = Annotated[
+    float | None,
+    typer.Option(
+        envvar="RAGBUDGET_READ_TIMEOUT",
+        help=f"With --server: seconds to wait for each answer. [default: {DEFAULT_READ_TIMEOUT:g}]",
+    ),
+]
 Embedding = Annotated[
     str | None,
     typer.Option(
@@ -105,11 +123,18 @@ def _store(
     collection: str,
     embedding: str | None = None,
     counter: str | None = None,
+    connect_timeout: float | None = None,
+    read_timeout: float | None = None,
 ) -> Any:
     from ragbudget.store import DocumentStore
 
+    timeouts: dict[str, Any] = {"connect_timeout": connect_timeout, "read_timeout": read_timeout}
     return DocumentStore(
-        **_where(ctx, db, server), collection=collection, embedding=embedding, counter=counter
+        **_where(ctx, db, server),
+        collection=collection,
+        embedding=embedding,
+        counter=counter,
+        **{name: value for name, value in timeouts.items() if value is not None},
     )
 
 
@@ -125,10 +150,14 @@ def ingest(
     chunk_tokens: Annotated[int, typer.Option(help="Largest chunk, in tokens.")] = 512,
     overlap: Annotated[int, typer.Option(help="Tokens shared by neighbouring chunks.")] = 64,
     prune: Annotated[bool, typer.Option(help="Remove the chunks of files that are gone.")] = False,
+    connect_timeout: ConnectTimeout = None,
+    read_timeout: ReadTimeout = None,
 ) -> None:
     """Chunk and store text and code files (unchanged files are skipped)."""
     with _errors():
-        store = _store(ctx, db, server, collection, embedding, counter)
+        store = _store(
+            ctx, db, server, collection, embedding, counter, connect_timeout, read_timeout
+        )
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TimeElapsedColumn(), TextColumn("{task.fields[path]}", style="dim"))  # fmt: skip
         with Progress(*columns, console=err, transient=True) as progress:
@@ -147,6 +176,7 @@ def ingest(
             ("ingested", report.files_ingested),
             ("unchanged", report.files_unchanged),
             ("skipped", len(report.files_skipped)),
+            ("removed (now unindexable)", len(report.files_removed)),
             ("errors", len(report.errors)),
             ("chunks added", report.chunks_added),
             ("chunks deleted", report.chunks_deleted),
@@ -156,6 +186,8 @@ def ingest(
         out.print(table)
         for problem in report.files_skipped:
             err.print(f"[dim]skipped {escape(problem.path)}: {escape(problem.reason)}[/]")
+        for problem in report.files_removed:
+            err.print(f"[yellow]removed {escape(problem.path)}: {escape(problem.reason)}[/]")
         for problem in report.errors:
             err.print(f"[yellow]could not read {escape(problem.path)}: {escape(problem.reason)}[/]")
 
@@ -183,10 +215,12 @@ def search(
     server: Server = None,
     collection: Collection = "documents",
     counter: Counter = None,
+    connect_timeout: ConnectTimeout = None,
+    read_timeout: ReadTimeout = None,
 ) -> None:
     """Search the stored files; the response fits --max-tokens."""
     with _errors():
-        store = _store(ctx, db, server, collection, counter=counter)
+        store = _store(ctx, db, server, collection, None, counter, connect_timeout, read_timeout)
         response = store.search(
             query, limit=limit, max_tokens=max_tokens, offset=offset, concise=concise,
             file_type=file_type, directory=str(directory) if directory else None,
@@ -218,10 +252,12 @@ def read(
     server: Server = None,
     collection: Collection = "documents",
     counter: Counter = None,
+    connect_timeout: ConnectTimeout = None,
+    read_timeout: ReadTimeout = None,
 ) -> None:
     """Print a stored document's lines; the response fits --max-tokens."""
     with _errors():
-        store = _store(ctx, db, server, collection, counter=counter)
+        store = _store(ctx, db, server, collection, None, counter, connect_timeout, read_timeout)
         response = store.read(
             source, offset=offset, limit=limit, max_tokens=max_tokens,
             format="json" if as_json else "text", offset_hint=OFFSET_HINT,
@@ -241,10 +277,13 @@ def stats(
     db: Db = None,
     server: Server = None,
     collection: Collection = "documents",
+    connect_timeout: ConnectTimeout = None,
+    read_timeout: ReadTimeout = None,
 ) -> None:
     """What the store holds."""
     with _errors():
-        result = _store(ctx, db, server, collection).stats()
+        store = _store(ctx, db, server, collection, None, None, connect_timeout, read_timeout)
+        result = store.stats()
         if as_json:
             sys.stdout.write(result.model_dump_json() + "\n")
             return

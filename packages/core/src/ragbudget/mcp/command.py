@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 import ipaddress
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -12,7 +13,8 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 
-from ragbudget.mcp.settings import ServerSettings
+from ragbudget.mcp.http_security import check_allowed, check_auth_token, run_http
+from ragbudget.mcp.settings import DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, ServerSettings
 
 __all__ = ["HTTP_PATH", "Transport", "register", "serve"]
 
@@ -96,6 +98,20 @@ def serve(
             "--server", envvar="RAGBUDGET_SERVER", help="Chroma server URL instead of --db."
         ),
     ] = None,
+    connect_timeout: Annotated[
+        float,
+        typer.Option(
+            envvar="RAGBUDGET_CONNECT_TIMEOUT",
+            help="With --server: seconds to wait for a connection.",
+        ),
+    ] = DEFAULT_CONNECT_TIMEOUT,
+    read_timeout: Annotated[
+        float,
+        typer.Option(
+            envvar="RAGBUDGET_READ_TIMEOUT",
+            help="With --server: seconds to wait for each answer to arrive.",
+        ),
+    ] = DEFAULT_READ_TIMEOUT,
     collection: Annotated[
         str, typer.Option(envvar="RAGBUDGET_COLLECTION", help="Collection to serve.")
     ] = "documents",
@@ -126,6 +142,15 @@ def serve(
             help="Folder the ingest tool may index (repeatable). Without one, ingest is off.",
         ),
     ] = None,
+    allow_hard_links: Annotated[
+        bool,
+        typer.Option(
+            "--allow-hard-links",
+            envvar="RAGBUDGET_ALLOW_HARD_LINKS",
+            help="Let ingest index hard-linked files under the roots (their other names may "
+            "lie outside them). Refused by default.",
+        ),
+    ] = False,
     max_tokens_ceiling: Annotated[
         int | None,
         typer.Option(
@@ -138,6 +163,24 @@ def serve(
         typer.Option(
             envvar="RAGBUDGET_AUTH_TOKEN",
             help="HTTP only: require 'Authorization: Bearer <token>' on every request.",
+        ),
+    ] = None,
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-host",
+            envvar="RAGBUDGET_ALLOW_HOST",
+            help="HTTP only: a Host header to accept besides loopback and the bind address "
+            "(repeatable; fnmatch patterns; env: space-separated). Others get 421.",
+        ),
+    ] = None,
+    allow_origin: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-origin",
+            envvar="RAGBUDGET_ALLOW_ORIGIN",
+            help="HTTP only: a browser Origin to accept besides loopback and same-origin, "
+            "e.g. https://app.example (repeatable; env: space-separated). Others get 403.",
         ),
     ] = None,
     log_level: Annotated[
@@ -162,18 +205,32 @@ def serve(
         settings = ServerSettings(
             db=db,
             server=server,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
             collection=collection,
             embedding=embedding,
             counter=counter,
             allow_roots=tuple(allow_root or ()),
+            allow_hard_links=allow_hard_links,
             max_tokens_ceiling=max_tokens_ceiling,
         )
     except ValidationError as exc:
         problems = "; ".join(str(err["msg"]).removeprefix("Value error, ") for err in exc.errors())
         raise _fail(problems) from None
 
-    if transport is Transport.stdio and auth_token:
-        logger.warning("--auth-token applies to --transport http only; stdio ignores it")
+    if transport is Transport.stdio and (auth_token or allow_host or allow_origin):
+        logger.warning(
+            "--auth-token, --allow-host and --allow-origin apply to --transport http only; "
+            "stdio ignores them"
+        )
+    if transport is Transport.http:
+        if auth_token is None and os.environ.get("RAGBUDGET_AUTH_TOKEN") is not None:
+            auth_token = os.environ["RAGBUDGET_AUTH_TOKEN"]  # click drops an empty variable
+        try:
+            auth_token = check_auth_token(auth_token)
+            check_allowed(allow_host or (), allow_origin or ())
+        except ValueError as exc:
+            raise _fail(str(exc)) from None
     if transport is Transport.http and not auth_token and not _is_loopback(host):
         logger.warning(
             "serving on %s without --auth-token: anyone who can reach it can search the store",
@@ -185,13 +242,14 @@ def serve(
         if transport is Transport.stdio:
             mcp.run("stdio", show_banner=False, log_level=level)
         else:
-            mcp.run(
-                "http",
-                show_banner=False,
+            run_http(
+                mcp,
                 host=host,
                 port=port,
                 path=HTTP_PATH,
                 log_level=level,
+                allow_hosts=allow_host or (),
+                allow_origins=allow_origin or (),
             )
     except KeyboardInterrupt:  # pragma: no cover - interactive stop
         return

@@ -5,15 +5,15 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
-import anyio.to_thread
 from fastmcp import FastMCP
 
-from ragbudget.counters import get_counter
 from ragbudget.mcp.auth import BearerTokenVerifier
-from ragbudget.mcp.settings import ServerSettings, default_ceiling, server_counter
-from ragbudget.mcp.tools import STATE_KEY, ServerState, register_tools
+from ragbudget.mcp.settings import ServerSettings
+from ragbudget.mcp.state import ServerState
+from ragbudget.mcp.tools import STATE_KEY, register_tools
 from ragbudget.store import DocumentStore
 
 __all__ = ["create_server", "open_store"]
@@ -37,6 +37,8 @@ def open_store(settings: ServerSettings) -> DocumentStore:
             collection=settings.collection,
             embedding=settings.embedding,
             counter=counter,
+            connect_timeout=settings.connect_timeout,
+            read_timeout=settings.read_timeout,
         )
     return DocumentStore(
         path=settings.db if settings.db is not None else ".ragbudget",
@@ -71,28 +73,28 @@ def create_server(
 
     @asynccontextmanager
     async def lifespan(server: FastMCP[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
-        opened = (
-            store if store is not None else await anyio.to_thread.run_sync(open_store, settings)
-        )
-        base = get_counter(settings.counter) if settings.counter is not None else opened.counter
-        counter = server_counter(base)
-        json_counter = server_counter(base, "json")
-        ceiling = settings.max_tokens_ceiling or default_ceiling(base)
+        if store is not None:
+            state = ServerState(settings, store=store)
+        else:
+            state = ServerState(settings, opener=partial(open_store, settings))
+            if settings.server is None:
+                await state.ready()  # an embedded store that cannot open stops the server
+            else:
+                state.start_opening()  # a Chroma server may be slow: initialize does not wait
         logger.info(
-            "serving collection %r with counter %s (ceiling %d tokens, ingest %s)",
+            "serving collection %r of %s with counter %s (ceiling %s tokens, ingest %s)",
             settings.collection,
-            counter.name,
-            ceiling,
+            settings.server or settings.db or ".ragbudget",
+            state.counter.name if state.is_open else settings.counter or "the collection's",
+            state.ceiling if state.is_open else settings.max_tokens_ceiling or "the default",
             "under " + ", ".join(map(str, settings.allow_roots))
             if settings.ingest_enabled
             else "disabled",
         )
         try:
-            state = ServerState(opened, counter, settings, ceiling, json_counter)
             yield {STATE_KEY: state}
         finally:
-            if store is None:  # ours: release the Chroma client
-                opened.close()
+            state.close()  # releases a store it opened
 
     mcp: FastMCP[dict[str, Any]] = FastMCP(
         settings.name,

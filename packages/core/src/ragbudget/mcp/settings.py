@@ -6,12 +6,15 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ragbudget._defaults import DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, MAX_TIMEOUT
 from ragbudget.counters import TokenCounter
 from ragbudget.presets import ScaledCounter
 
 __all__ = [
     "CLAUDE_MAX_TOKENS_CEILING",
+    "DEFAULT_CONNECT_TIMEOUT",
     "DEFAULT_MAX_TOKENS_CEILING",
+    "DEFAULT_READ_TIMEOUT",
     "ESTIMATE_MARGINS",
     "MIN_MAX_TOKENS_CEILING",
     "ServerSettings",
@@ -52,9 +55,11 @@ class ServerSettings(BaseModel):
     Key init args:
         db: folder of the embedded Chroma store (default `.ragbudget`; not with `server`).
         server: URL of a Chroma server (`http://host:port`) instead of an embedded store.
+        connect_timeout, read_timeout: seconds to wait for that server (10 and 30).
         collection: Chroma collection to search.
         counter: token counter spec (`get_counter`), e.g. `"tiktoken:cl100k_base"`.
         allow_roots: folders the `ingest` tool may index; empty means ingest is disabled.
+        allow_hard_links: let `ingest` index hard-linked files (refused by default).
         max_tokens_ceiling: the largest budget any tool call gets; larger asks are clamped.
 
     Instantiate:
@@ -74,6 +79,18 @@ class ServerSettings(BaseModel):
     server: str | None = Field(
         default=None, description="Chroma server URL (http://host:port); replaces `db`."
     )
+    connect_timeout: float = Field(
+        default=DEFAULT_CONNECT_TIMEOUT,
+        gt=0,
+        le=MAX_TIMEOUT,
+        description="Seconds to wait for the Chroma `server` to accept a connection.",
+    )
+    read_timeout: float = Field(
+        default=DEFAULT_READ_TIMEOUT,
+        gt=0,
+        le=MAX_TIMEOUT,
+        description="Seconds to wait for each answer of the Chroma `server` to arrive.",
+    )
     collection: str = Field(default="documents", description="Chroma collection to serve.")
     embedding: str | None = Field(
         default=None,
@@ -87,6 +104,11 @@ class ServerSettings(BaseModel):
     allow_roots: tuple[Path, ...] = Field(
         default=(),
         description="Folders `ingest` may index (resolved, symlinks followed); empty = disabled.",
+    )
+    allow_hard_links: bool = Field(
+        default=False,
+        description="Let `ingest` index hard-linked files (st_nlink > 1), whose other names "
+        "may lie outside the roots; refused by default.",
     )
     max_tokens_ceiling: int | None = Field(
         default=None,

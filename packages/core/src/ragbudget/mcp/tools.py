@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -28,12 +27,15 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_types import TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragbudget._shown import shown
 from ragbudget.counters import TokenCounter
 from ragbudget.mcp.budgeting import BudgetExceededError, checked_text, clamp_budget
-from ragbudget.mcp.roots import OutsideRootsError, check_ingest_paths
+from ragbudget.mcp.errors import refuse
+from ragbudget.mcp.reports import fit_report
+from ragbudget.mcp.roots import OutsideRootsError, check_ingest_paths, linked_file_reason
 from ragbudget.mcp.settings import ServerSettings
+from ragbudget.mcp.state import ServerState
 from ragbudget.store import (
-    DocumentStore,
     IngestReport,
     ReadResponse,
     SearchResponse,
@@ -51,6 +53,15 @@ STATE_KEY = "ragbudget"
 MAX_LIMIT = 200
 """Most results one `search` may rank (a larger ask is an argument error)."""
 
+MAX_OFFSET = 10_000
+"""Largest `search` offset (the store's own cap)."""
+
+MAX_PATH_CHARS = 4096
+"""Longest path argument (Linux's PATH_MAX); longer ones are argument errors."""
+
+MAX_LINE = 1 << 31
+"""Largest line number or line count `read_document` takes (the store's own cap)."""
+
 R = TypeVar("R", SearchResponse, ReadResponse)
 
 FormatArg = Annotated[
@@ -62,26 +73,6 @@ FormatArg = Annotated[
         )
     ),
 ]
-
-
-@dataclass
-class ServerState:
-    """What every tool call shares, opened once in the server's lifespan."""
-
-    store: DocumentStore
-    counter: TokenCounter
-    settings: ServerSettings
-    ceiling: int = 0
-    """The effective cap on any call's max_tokens (the settings' or the counter's default)."""
-    json_counter: TokenCounter | None = None
-    """What answers in JSON are counted with (an estimate's JSON margin); None: `counter`."""
-    ingest_lock: anyio.Lock = field(default_factory=anyio.Lock)
-
-    def counter_for(self, format: str) -> TokenCounter:
-        """The counter answers in `format` are budgeted with."""
-        if format == "json" and self.json_counter is not None:
-            return self.json_counter
-        return self.counter
 
 
 class ServerStats(BaseModel):
@@ -96,16 +87,16 @@ class ServerStats(BaseModel):
     ingest_roots: list[str] = Field(description="Folders `ingest` may index; empty = disabled.")
 
 
-def _refuse(exc: Exception) -> ToolError:
-    """A caller's mistake as a tool error: its message is the advice; a WARNING on stderr."""
-    return ToolError(str(exc), log_level=logging.WARNING)
-
-
-def _state(ctx: Context) -> ServerState:
+async def _state(ctx: Context) -> ServerState:
+    """The shared state, its store open (a store that cannot open is this call's error)."""
     state = ctx.lifespan_context.get(STATE_KEY)
     if not isinstance(state, ServerState):  # pragma: no cover - only without our lifespan
         msg = "the ragbudget store is not open: build the server with create_server()"
         raise ToolError(msg)
+    try:
+        await state.ready()
+    except StoreError as exc:
+        raise refuse(exc) from exc
     return state
 
 
@@ -141,7 +132,7 @@ async def _budgeted(
         response = await anyio.to_thread.run_sync(fetch, effective - reserved)
         text, used = checked_text(response, effective - reserved, counter)
     except (StoreError, BudgetExceededError) as exc:
-        raise _refuse(exc) from exc
+        raise refuse(exc, effective, counter) from exc
     message = warning(response, effective - reserved)
     if message is not None:
         await _warn(ctx, message)
@@ -189,6 +180,7 @@ async def search(
         Field(
             description="Rank to start from: pass the next_offset of a truncated response.",
             ge=0,
+            le=MAX_OFFSET,
         ),
     ] = 0,
     concise: Annotated[
@@ -196,11 +188,17 @@ async def search(
     ] = False,
     file_type: Annotated[
         str | None,
-        Field(description="Only files of this type, e.g. 'py' or 'md'.", min_length=1),
+        Field(
+            description="Only files of this type, e.g. 'py' or 'md'.", min_length=1, max_length=32
+        ),
     ] = None,
     directory: Annotated[
         str | None,
-        Field(description="Only files under this folder (as stored in `source`).", min_length=1),
+        Field(
+            description="Only files under this folder (as stored in `source`).",
+            min_length=1,
+            max_length=MAX_PATH_CHARS,
+        ),
     ] = None,
     format: FormatArg = "text",
 ) -> ToolResult:
@@ -210,7 +208,7 @@ async def search(
     list short, the response says how many were left out and the `offset` to continue from;
     read a whole file in pages with `read_document`.
     """
-    state = _state(ctx)
+    state = await _state(ctx)
 
     def fetch(budget: int) -> SearchResponse:
         return state.store.search(
@@ -229,7 +227,7 @@ async def search(
         if not response.truncated:
             return None
         return (
-            f"search {query!r}: response truncated to fit {budget:,} tokens "
+            f"search {shown(query)}: response truncated to fit {budget:,} tokens "
             f"({response.notice or 'see truncation_info'})"
         )
 
@@ -239,16 +237,28 @@ async def search(
 async def read_document(
     source: Annotated[
         str,
-        Field(description="The document's `source`, as a search result gives it.", min_length=1),
+        Field(
+            description="The document's `source`, as a search result gives it.",
+            min_length=1,
+            max_length=MAX_PATH_CHARS,
+        ),
     ],
     ctx: Context,
     offset: Annotated[
         int,
-        Field(description="First line to return (1-based); use the offset a notice gives.", ge=1),
+        Field(
+            description="First line to return (1-based); use the offset a notice gives.",
+            ge=1,
+            le=MAX_LINE,
+        ),
     ] = 1,
     limit: Annotated[
         int | None,
-        Field(description="Most lines to return (None = as many as the budget allows).", ge=1),
+        Field(
+            description="Most lines to return (None = as many as the budget allows).",
+            ge=1,
+            le=MAX_LINE,
+        ),
     ] = None,
     max_tokens: Annotated[
         int,
@@ -264,7 +274,7 @@ async def read_document(
     A page that stops early ends with a notice naming the `offset` of the next line, so a
     document far larger than any budget can be read in full, page by page.
     """
-    state = _state(ctx)
+    state = await _state(ctx)
 
     def fetch(budget: int) -> ReadResponse:
         return state.store.read(
@@ -276,14 +286,16 @@ async def read_document(
     def warning(response: ReadResponse, budget: int) -> str | None:
         if not response.truncated:
             return None
-        return f"read_document {source!r}: page cut to fit {budget:,} tokens ({response.notice})"
+        return (
+            f"read_document {shown(source)}: page cut to fit {budget:,} tokens ({response.notice})"
+        )
 
     return await _budgeted(ctx, state, max_tokens, fetch, warning, state.counter_for(format))
 
 
 async def ingest(
     paths: Annotated[
-        list[str],
+        list[Annotated[str, Field(min_length=1, max_length=MAX_PATH_CHARS)]],
         Field(
             description="Files or folders to index; each must lie under a root the server allows.",
             min_length=1,
@@ -294,34 +306,42 @@ async def ingest(
 ) -> IngestReport:
     """Index files and folders under the server's allowed roots (idempotent).
 
-    Unchanged files are skipped, changed ones replace their old chunks. Paths outside the
-    allowed roots, including through symlinks, are refused.
+    Unchanged files are skipped, changed ones replace their old chunks, and files that can
+    no longer be indexed lose them. Paths outside the allowed roots, including through
+    symlinks, are refused; so are hard-linked files unless the server allows them. The
+    report fits the server's ceiling: long lists of files are cut (`problems_omitted`).
     """
-    state = _state(ctx)
+    state = await _state(ctx)
     try:
         checked = check_ingest_paths(paths, state.settings.allow_roots)
     except OutsideRootsError as exc:
-        raise _refuse(exc) from exc
+        raise refuse(exc) from exc
 
     def on_progress(done: int, total: int, path: str) -> None:
         anyio.from_thread.run(partial(ctx.report_progress, done, total, path))
 
-    call = partial(state.store.ingest, [str(p) for p in checked], on_progress=on_progress)
+    roots, hard_links = state.settings.allow_roots, state.settings.allow_hard_links
+    call = partial(
+        state.store.ingest,
+        [str(p) for p in checked],
+        on_progress=on_progress,
+        refuse=partial(linked_file_reason, roots=roots, allow_hard_links=hard_links),
+    )
     async with state.ingest_lock:
         try:
             report: IngestReport = await anyio.to_thread.run_sync(call)
         except StoreError as exc:
-            raise _refuse(exc) from exc
-    return report
+            raise refuse(exc) from exc
+    return fit_report(report, state.ceiling, state.counter)
 
 
 async def stats(ctx: Context) -> ServerStats:
     """What is indexed (collections, chunk counts, embedding, counter) and this server's limits."""
-    state = _state(ctx)
+    state = await _state(ctx)
     try:
         store_stats: StoreStats = await anyio.to_thread.run_sync(state.store.stats)
     except StoreError as exc:
-        raise _refuse(exc) from exc
+        raise refuse(exc) from exc
     return ServerStats(
         store=store_stats,
         counter=state.counter.name,

@@ -11,8 +11,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ragbudget.counters import CounterSpec, TokenCounter, get_counter
+from ragbudget.store import remote
 from ragbudget.store.embedding import embedding_label, make_embedding, same_embedding
 from ragbudget.store.errors import StoreError
+from ragbudget.store.remote import DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, check_timeout
 
 __all__ = ["DEFAULT_PATH", "ChromaBackend"]
 
@@ -55,6 +57,9 @@ class ChromaBackend:
         collection: str,
         embedding: str | None,
         counter: CounterSpec,
+        *,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        read_timeout: float = DEFAULT_READ_TIMEOUT,
     ) -> None:
         if not isinstance(collection, str) or not _NAME.match(collection):
             msg = (
@@ -69,6 +74,8 @@ class ChromaBackend:
         if server is None and path is None:
             msg = "give a path (embedded Chroma) or a server URL"
             raise StoreError(msg)
+        self.connect_timeout = check_timeout("connect_timeout", connect_timeout)
+        self.read_timeout = check_timeout("read_timeout", read_timeout)
         self.address = _parse_server(server) if server is not None else None
         self.server = server.strip() if server is not None else None
         self.path = None if server is not None else Path(os.fspath(path or DEFAULT_PATH))
@@ -93,8 +100,12 @@ class ChromaBackend:
         if self.address is not None:
             host, port, ssl = self.address
             try:
-                client = chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=settings)
-                client.heartbeat()
+                client = remote.connect(
+                    host, port, ssl, settings, where=str(self.server),
+                    connect_timeout=self.connect_timeout, read_timeout=self.read_timeout,
+                )  # fmt: skip
+            except StoreError:
+                raise
             except Exception as exc:
                 msg = f"cannot reach the Chroma server at {self.server}: {exc}"
                 raise StoreError(msg) from exc

@@ -206,6 +206,11 @@ class IngestReport(BaseModel):
     files_skipped: list[FileProblem] = Field(
         default_factory=list, description="Binary, too large, empty or non-UTF-8 files."
     )
+    files_removed: list[FileProblem] = Field(
+        default_factory=list,
+        description="Files indexed before that can no longer be (empty, binary, too large, "
+        "refused): their stored chunks were removed, and why.",
+    )
     chunks_added: int = Field(default=0, description="New chunks written.")
     chunks_deleted: int = Field(default=0, description="Stale chunks removed.")
     sources_pruned: int = Field(
@@ -213,4 +218,9 @@ class IngestReport(BaseModel):
     )
     errors: list[FileProblem] = Field(
         default_factory=list, description="Files that could not be read."
+    )
+    problems_omitted: int = Field(
+        default=0,
+        description="Entries left out of files_skipped, files_removed and errors so that the "
+        "report fits a budget (the MCP server's ceiling); 0 when every entry is listed.",
     )

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ragbudget._shown import shown
 from ragbudget.counters import CounterSpec, TokenCounter, get_counter
 from ragbudget.store import ingest as _ingest
 from ragbudget.store.backend import DEFAULT_PATH, ChromaBackend
@@ -23,7 +24,14 @@ from ragbudget.store.models import (
     SearchResponse,
     StoreStats,
 )
+from ragbudget.store.paths import user_path
 from ragbudget.store.reading import budget_read, rebuild_text
+from ragbudget.store.remote import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_READ_TIMEOUT,
+    guarded,
+    server_errors,
+)
 from ragbudget.store.search import Hit, Rendering, budget_response, fetch_ranked
 
 __all__ = ["DEFAULT_PATH", "DocumentStore"]
@@ -37,6 +45,7 @@ MAX_QUERY_CHARS = 10_000
 MAX_FILE_BYTES = 4 * 1024 * 1024
 
 Progress = Callable[[int, int, str], None]
+Refuse = Callable[[Path], str | None]
 
 
 def _check_int(name: str, value: Any, low: int, high: int) -> int:
@@ -65,6 +74,9 @@ class DocumentStore:
             another embedding than its own is an error.
         counter: the token counter chunk sizes and stored counts use (any `get_counter` spec);
             by default the one the collection was built with, else the estimate.
+        connect_timeout, read_timeout: seconds to wait for a Chroma server to accept a
+            connection (10) and for the next bytes of each answer (30); a server that does not
+            answer in time is a StoreError naming it. Unused by an embedded store.
 
     Instantiate:
         >>> store = DocumentStore(path=".ragbudget")  # doctest: +SKIP
@@ -88,9 +100,17 @@ class DocumentStore:
         collection: str = "documents",
         embedding: str | None = "hashing",
         counter: CounterSpec = None,
+        *,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        read_timeout: float = DEFAULT_READ_TIMEOUT,
     ) -> None:
-        self._backend = ChromaBackend(path, server, collection, embedding, counter)
-        self._backend.open(create=False)  # an existing collection's embedding is checked now
+        self._backend = ChromaBackend(
+            path, server, collection, embedding, counter,
+            connect_timeout=connect_timeout, read_timeout=read_timeout,
+        )  # fmt: skip
+        b = self._backend
+        with server_errors(b.server, b.connect_timeout, b.read_timeout):
+            b.open(create=False)  # an existing collection's embedding is checked now
         self._sources: list[str] | None = None  # cached for suffix look-ups in read()
 
     @property
@@ -120,6 +140,7 @@ class DocumentStore:
 
     # -- reading the collection ---------------------------------------------------------------
 
+    @guarded
     def sources(self) -> list[str]:
         """Every stored document's source path, sorted."""
         found = sorted({str(m["source"]) for _, m in self._backend.metadatas() if "source" in m})
@@ -129,7 +150,7 @@ class DocumentStore:
     def _fetch(self, source: str) -> tuple[str, list[tuple[str, dict[str, Any]]]]:
         """A document's chunks, by its stored path, its path from here, or a unique suffix."""
         if not isinstance(source, str) or not source.strip():
-            msg = f"source must be a stored document's path, got {source!r}"
+            msg = f"source must be a stored document's path, got {shown(source)}"
             raise StoreError(msg)
         collection = self._backend.require()
 
@@ -140,7 +161,7 @@ class DocumentStore:
                 for doc, meta in zip(got["documents"], got["metadatas"], strict=True)
             ]
 
-        for candidate in dict.fromkeys([source, Path(source).expanduser().resolve().as_posix()]):
+        for candidate in dict.fromkeys([source, user_path("source", source).as_posix()]):
             if records := get(candidate):
                 return candidate, records
         tail = "/" + source.strip().lstrip("./").replace(os.sep, "/")
@@ -150,14 +171,20 @@ class DocumentStore:
             if len(matches) == 1 and (records := get(matches[0])):
                 return matches[0], records
             if len(matches) > 1 and refresh:
-                shown = ", ".join(matches[:5]) + (", ..." if len(matches) > 5 else "")
-                msg = f"source {source!r} is ambiguous: it matches {shown}; give the full path"
+                listed = ", ".join(matches[:5]) + (", ..." if len(matches) > 5 else "")
+                msg = (
+                    f"source {shown(source)} is ambiguous: it matches {listed}; give the full path"
+                )
                 raise StoreError(msg)
-        msg = f"unknown source {source!r}: no such document in collection {self._backend.name!r}"
+        msg = (
+            f"unknown source {shown(source)}: no such document in collection "
+            f"{self._backend.name!r}; search first and pass a result's source"
+        )
         raise StoreError(msg)
 
     # -- ingest ---------------------------------------------------------------------------------
 
+    @guarded
     def ingest(
         self,
         paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
@@ -168,10 +195,15 @@ class DocumentStore:
         on_progress: Progress | None = None,
         max_file_bytes: int = MAX_FILE_BYTES,
         batch_size: int = 256,
+        refuse: Refuse | None = None,
     ) -> IngestReport:
         """Chunk and store the text and code files under `paths`; see the class docstring.
 
         `on_progress(done_files, total_files, current_path)` is called after each file.
+        `refuse(path)` may return why a file found must be left out (the MCP server's rule for
+        hard links); such a file is skipped like an empty or binary one. A file that is left
+        out but has chunks stored from an earlier ingest loses them (`files_removed` says so),
+        so a search never returns text the file no longer holds.
         """
         roots = self._check_roots(paths)
         _check_int("chunk_tokens", chunk_tokens, 16, 100_000)
@@ -193,17 +225,26 @@ class DocumentStore:
             held = self._held([c.path.as_posix() for c in group])
             for i, candidate in enumerate(group, start=start + 1):
                 source = candidate.path.as_posix()
+                existing = held.get(source, {})
                 try:
-                    text, data, reason = read_text(candidate.path, max_file_bytes)
+                    reason = refuse(candidate.path) if refuse is not None else None
+                    text, data, reason = (
+                        (None, None, reason)
+                        if reason is not None
+                        else read_text(candidate.path, max_file_bytes)
+                    )
                 except OSError as exc:
                     report.errors.append(FileProblem(path=source, reason=str(exc)))
                     kept.add(source)  # unreadable now is not gone: never pruned
                     text = data = reason = None
                 if reason is not None:
                     report.files_skipped.append(FileProblem(path=source, reason=reason))
+                    if existing:  # indexed before, unindexable now: its old text must go
+                        writer.push(_ingest.FilePlan(source, delete=sorted(existing)))
+                        removed = f"{reason}; its {len(existing)} stored chunks were removed"
+                        report.files_removed.append(FileProblem(path=source, reason=removed))
                 elif text is not None and data is not None:
                     kept.add(source)
-                    existing = held.get(source, {})
                     fhash = _ingest.file_hash(data, recipe)
                     if _ingest.is_complete(existing, fhash):
                         report.files_unchanged += 1
@@ -233,16 +274,16 @@ class DocumentStore:
         if isinstance(paths, str | os.PathLike):
             paths = [paths]
         if not isinstance(paths, Sequence) or not paths:
-            msg = f"paths must name at least one file or folder, got {paths!r}"
+            msg = f"paths must name at least one file or folder, got {shown(paths)}"
             raise StoreError(msg)
         roots = []
         for p in paths:
             if not isinstance(p, str | os.PathLike) or not os.fspath(p):
-                msg = f"paths must be file or folder paths, got {p!r}"
+                msg = f"paths must be file or folder paths, got {shown(p)}"
                 raise StoreError(msg)
-            root = Path(os.fspath(p)).expanduser().resolve()
+            root = user_path("paths", os.fspath(p))
             if not root.exists():
-                msg = f"path does not exist: {os.fspath(p)!r}"
+                msg = f"path does not exist: {shown(os.fspath(p))}"
                 raise StoreError(msg)
             roots.append(root)
         return roots
@@ -270,6 +311,7 @@ class DocumentStore:
 
     # -- search and read ------------------------------------------------------------------------
 
+    @guarded
     def search(
         self,
         query: str,
@@ -294,7 +336,7 @@ class DocumentStore:
         continuation (`--offset {offset}` for a shell).
         """
         if not isinstance(query, str) or not query.strip():
-            msg = f"query must be a non-empty string, got {query!r}"
+            msg = f"query must be a non-empty string, got {shown(query)}"
             raise StoreError(msg)
         if len(query) > MAX_QUERY_CHARS:
             msg = f"query is {len(query):,} characters; the most is {MAX_QUERY_CHARS:,}"
@@ -344,6 +386,7 @@ class DocumentStore:
         )
         return list(zip(found["ids"][0], map(float, found["distances"][0]), strict=True))
 
+    @guarded
     def candidates(
         self,
         query: str,
@@ -386,19 +429,20 @@ class DocumentStore:
         clauses: list[dict[str, Any]] = []
         if file_type is not None:
             if not isinstance(file_type, str) or not file_type.strip(". "):
-                msg = f"file_type must be an extension such as 'py' or 'md', got {file_type!r}"
+                msg = f"file_type must be an extension such as 'py' or 'md', got {shown(file_type)}"
                 raise StoreError(msg)
             clauses.append({"file_type": file_type.strip(". ").lower()})
         if directory is not None:
             if not isinstance(directory, str) or not directory.strip():
-                msg = f"directory must be a folder path, got {directory!r}"
+                msg = f"directory must be a folder path, got {shown(directory)}"
                 raise StoreError(msg)
-            folder = Path(directory).expanduser().resolve().as_posix()
+            folder = user_path("directory", directory).as_posix()
             clauses.append({"dirs": {"$contains": folder}})
         if not clauses:
             return None
         return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
+    @guarded
     def read(
         self,
         source: str,
@@ -426,6 +470,7 @@ class DocumentStore:
             rendering=rendering,
         )  # fmt: skip
 
+    @guarded
     def stats(self) -> StoreStats:
         """How many documents and chunks the collection holds, and how it was built."""
         b = self._backend
