@@ -33,11 +33,24 @@ class _Rendered(BaseModel):
     """A response the store rendered in `format` and counted: the count travels with it
     (`used_tokens`, and `measured()` for the server's last check, which needs no recount)."""
 
+    model_config = ConfigDict(extra="forbid")
+
+    used_tokens: int = Field(
+        default=0, description="Tokens of this whole answer as rendered in `format`."
+    )
+    max_tokens: int = Field(default=0, description="The budget the answer was fitted to.")
+    counter: str = Field(default="", description="The counter `used_tokens` is measured with.")
+    format: Format = Field(default="text", description="How the answer renders for a model.")
+    notice: str | None = Field(
+        default=None,
+        description="One line telling the model what it is not seeing and how to get it.",
+    )
+
     _measured: tuple[str, int] | None = PrivateAttr(default=None)
 
     def to_text(self) -> str:
         """Exactly the text a model reads, in this response's `format`."""
-        if getattr(self, "format", "json") == "json":
+        if self.format == "json":
             return self.model_dump_json(exclude_none=True)
         return self.render_text()
 
@@ -98,16 +111,6 @@ class SearchResponse(_Rendered):
         default=None, description="The offset that continues the ranked list; None at its end."
     )
     truncated: bool = Field(description="True when the budget left results out or cut one.")
-    used_tokens: int = Field(
-        default=0, description="Tokens of this whole answer as rendered in `format`."
-    )
-    max_tokens: int = Field(default=0, description="The budget the answer was fitted to.")
-    counter: str = Field(default="", description="The counter `used_tokens` is measured with.")
-    format: Format = Field(default="text", description="How the answer renders for a model.")
-    notice: str | None = Field(
-        default=None,
-        description="One line telling the model what it is not seeing and how to get it.",
-    )
 
     def render_text(self) -> str:
         """Each result's header line and verbatim text, then the notice once. When several
@@ -149,16 +152,6 @@ class ReadResponse(_Rendered):
         default=None, description="The offset that continues after what is shown; None at the end."
     )
     truncated: bool = Field(description="True when lines (or part of a line) were left out.")
-    used_tokens: int = Field(
-        default=0, description="Tokens of this whole answer as rendered in `format`."
-    )
-    max_tokens: int = Field(default=0, description="The budget the answer was fitted to.")
-    counter: str = Field(default="", description="The counter `used_tokens` is measured with.")
-    format: Format = Field(default="text", description="How the answer renders for a model.")
-    notice: str | None = Field(
-        default=None,
-        description="One line telling the model what it is not seeing and how to get it.",
-    )
 
     def render_text(self) -> str:
         """A header line (source and lines), the lines verbatim, then the notice once."""
