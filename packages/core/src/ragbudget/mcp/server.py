@@ -12,6 +12,7 @@ from fastmcp import FastMCP
 
 from ragbudget.counters import get_counter
 from ragbudget.mcp.auth import BearerTokenVerifier
+from ragbudget.mcp.middleware import TokenBudgetMiddleware
 from ragbudget.mcp.settings import ServerSettings
 from ragbudget.mcp.tools import STATE_KEY, ServerState, register_tools
 from ragbudget.store import DocumentStore
@@ -96,4 +97,8 @@ def create_server(
         auth=BearerTokenVerifier(auth_token) if auth_token else None,
     )
     register_tools(mcp, settings)
+    # The last line of defence: the tools already fit their budgets and page by themselves.
+    counter = settings.counter if settings.counter is not None or store is None else store.counter
+    limit = settings.max_tokens_ceiling
+    mcp.add_middleware(TokenBudgetMiddleware(limit, counter=counter, continuation=False))
     return mcp
