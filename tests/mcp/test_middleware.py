@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,7 +14,8 @@ from fastmcp.exceptions import ToolError
 from middleware_helpers import next_call, pages_after, texts, visible, whole_json, whole_text
 from mcp_types import ImageContent
 from ragbudget import TokenCounter
-from ragbudget.mcp import TokenBudgetMiddleware
+from ragbudget.mcp import ServerSettings, TokenBudgetMiddleware, create_server
+from ragbudget.store import DocumentStore
 from third_party_server import ITEMS, LOG, NESTED, ONE_LONG_LINE, UNICODE, build_server
 
 BUDGET = 4000
@@ -199,3 +201,24 @@ async def test_without_continuation_there_is_no_more_tool(exact_counter: TokenCo
 def test_bad_settings_name_the_argument(options: dict[str, Any], message: str) -> None:
     with pytest.raises((ValueError, TypeError), match=message):
         TokenBudgetMiddleware(**options)
+
+
+async def test_ragbudget_serve_guards_its_own_results(
+    shared_store: DocumentStore, exact_counter: TokenCounter, bomb: Path
+) -> None:
+    settings = ServerSettings(max_tokens_ceiling=3000)
+    server = create_server(settings, store=shared_store)
+    (guard,) = [m for m in server.middleware if isinstance(m, TokenBudgetMiddleware)]
+    assert guard.max_tokens == 3000 and guard.counter.name == shared_store.counter.name
+
+    @server.tool
+    def overshoot() -> str:  # a tool that forgot its budget
+        return LOG
+
+    async with Client(server) as client:
+        assert "more" not in {tool.name for tool in await client.list_tools()}
+        page = await client.call_tool("read_document", {"source": str(bomb), "max_tokens": 10**6})
+        assert page.meta is not None and "ragbudget_cut" not in page.meta
+        cut = await client.call_tool("overshoot")
+    assert visible(cut, exact_counter) <= 3000
+    assert "Ask for less" in texts(cut)[-1]

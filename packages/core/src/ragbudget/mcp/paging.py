@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ragbudget._cut import cut_to_tokens
 from ragbudget.counters import TokenCounter
 from ragbudget.mcp.json_trim import (
     Cut,
@@ -76,12 +77,18 @@ def _fits(counter: TokenCounter, text: str, budget: int) -> bool:
 def first_text_page(text: str, start: int, budget: int, counter: TokenCounter) -> int:
     """Where a page of `text` from character `start` ends: after the last whole line that
     fits `budget` tokens, or, when the first line alone is over, at a boundary inside it."""
+    newline = text.find("\n", start)
+    line = text[start:] if newline < 0 else text[start : newline + 1]
+    if not _fits(counter, line, budget):  # a lone line over the budget: cut inside it
+        part = cut_to_tokens(line, budget, counter) or ""  # a prefix, trailing space removed
+        return start + max(1, len(part))
     rest = text[start:]
     cut = truncate_head(rest, max_lines=rest.count("\n") + 1, max_tokens=budget, counter=counter)
     if not cut.truncated:
         return len(text)
-    shown = len(cut.text) if cut.partial_line else len(cut.text) + 1  # with its newline
-    return start + max(1, shown)
+    if cut.partial_line or not cut.output_lines:  # the line fits, but not with that notice
+        return start + len(line)
+    return start + len(cut.text) + 1  # with its newline
 
 
 class Remainder:
