@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from fastmcp import Client
 from fastmcp.exceptions import ToolError
-from middleware_helpers import next_call, pages_after, texts, visible, whole_json, whole_text
 from mcp_types import ImageContent
+from middleware_helpers import next_call, pages_after, texts, visible, whole_json, whole_text
 from ragbudget import TokenCounter
 from ragbudget.mcp import ServerSettings, TokenBudgetMiddleware, create_server
 from ragbudget.store import DocumentStore
@@ -40,7 +40,11 @@ async def test_the_log_is_about_200k_tokens(exact_counter: TokenCounter) -> None
 
 async def test_small_results_pass_byte_for_byte() -> None:
     async with Client(build_server()) as plain, Client(guarded()) as guarded_client:
-        for name, args in [("status", {}), ("screenshot", {"small": True}), ("report", {"rows": 5})]:
+        for name, args in [
+            ("status", {}),
+            ("screenshot", {"small": True}),
+            ("report", {"rows": 5}),
+        ]:
             want = await plain.call_tool_mcp(name, args)
             got = await guarded_client.call_tool_mcp(name, args)
             assert got.model_dump_json() == want.model_dump_json()

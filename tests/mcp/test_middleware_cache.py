@@ -107,7 +107,7 @@ def test_trim_never_modifies_the_value_and_returns_a_fitting_one_as_is(
 ) -> None:
     before = copy.deepcopy(NESTED)
     shown, cuts, fitted = trim(NESTED, _fits(exact_counter, 300))
-    assert fitted and cuts and NESTED == before
+    assert fitted and cuts and before == NESTED
     assert exact_counter.count(dumps(shown)) <= 300
     small = {"a": [1, 2]}
     assert trim(small, _fits(exact_counter, 300)) == (small, [], True)

@@ -14,21 +14,23 @@ import pytest
 from fastmcp.tools import ToolResult
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from middleware_helpers import next_call, texts
 from mcp_types import TextContent
+from middleware_helpers import next_call, texts
 from ragbudget import TokenCounter
 from ragbudget.mcp import TokenBudgetMiddleware
 from ragbudget.mcp.json_trim import dumps
 from ragbudget.mcp.paging import join_pages
 
 WORDS = st.text(
-    alphabet=st.sampled_from(list("abcdefghij klmnop.,:;é中🙂\n\t\"\\{}[]")), max_size=1200
+    alphabet=st.sampled_from(list('abcdefghij klmnop.,:;é中🙂\n\t"\\{}[]')), max_size=1200
 )
 SCALARS = st.none() | st.booleans() | st.integers(-(10**12), 10**12) | WORDS
 JSON = st.recursive(
     SCALARS,
-    lambda inner: st.lists(inner, max_size=40)
-    | st.dictionaries(st.text(alphabet="abcxyz_", max_size=6), inner, max_size=6),
+    lambda inner: (
+        st.lists(inner, max_size=40)
+        | st.dictionaries(st.text(alphabet="abcxyz_", max_size=6), inner, max_size=6)
+    ),
     max_leaves=100,
 )
 LISTS = st.builds(
@@ -44,13 +46,13 @@ TEXTS = st.builds(
     st.integers(1, 60),
 )
 BUDGETS = st.integers(min_value=128, max_value=500)
-SETTINGS = settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _visible(result: ToolResult, counter: TokenCounter) -> int:
-    return sum(counter.count(block.text) for block in result.content if isinstance(block, TextContent))
+    return sum(
+        counter.count(block.text) for block in result.content if isinstance(block, TextContent)
+    )
 
 
 def _walk(middleware: TokenBudgetMiddleware, first: ToolResult, counter: TokenCounter) -> list[str]:
@@ -71,7 +73,9 @@ def _walk(middleware: TokenBudgetMiddleware, first: ToolResult, counter: TokenCo
 @given(value=RESULTS, budget=BUDGETS)
 def test_json_results(value: Any, budget: int, exact_counter: TokenCounter) -> None:
     structured = value if isinstance(value, dict) else {"result": value}
-    result = ToolResult(content=[TextContent(type="text", text=dumps(value))], structured_content=structured)
+    result = ToolResult(
+        content=[TextContent(type="text", text=dumps(value))], structured_content=structured
+    )
     middleware = TokenBudgetMiddleware(budget, counter=exact_counter)
     if middleware.guard.within(result, budget):
         return

@@ -23,7 +23,9 @@ LOG = "".join(
 )
 """About 200,000 tokens of access log (cl100k)."""
 
-ITEMS = [{"id": i, "name": f"item {i}", "tags": ["red", "grün", "青"][: i % 4]} for i in range(5000)]
+ITEMS = [
+    {"id": i, "name": f"item {i}", "tags": ["red", "grün", "青"][: i % 4]} for i in range(5000)
+]
 
 NESTED: dict[str, Any] = {
     "service": "billing",
@@ -40,7 +42,8 @@ NESTED: dict[str, Any] = {
 }
 
 UNICODE = "".join(
-    f"{i:04d} Привет, мир. こんにちは世界。 مرحبا بالعالم 🌍🚀 Größe café naïve\n" for i in range(4000)
+    f"{i:04d} Привет, мир. こんにちは世界。 مرحبا بالعالم 🌍🚀 Größe café naïve\n"
+    for i in range(4000)
 )
 
 PNG_HEADER = b"\x89PNG\r\n\x1a\n"

@@ -126,9 +126,7 @@ class _Trimmer:
 
     def _largest(self, root: Any, path: JsonPath, node: Any, limit: int) -> int:
         guess = max(1, int(len(node) * self.share))
-        return _largest_fitting(
-            limit, guess, lambda k: self.fits(self._keep(root, path, node, k))
-        )
+        return _largest_fitting(limit, guess, lambda k: self.fits(self._keep(root, path, node, k)))
 
     def _shrink_sequence(
         self, root: Any, path: JsonPath, node: str | list[Any]
@@ -196,15 +194,18 @@ def _minimal(node: Any, path: JsonPath) -> tuple[Any, list[Cut]]:
     return node, []
 
 
-def trim(value: Any, fits: Fits, *, share: float = 0.5) -> tuple[Any, list[Cut], bool]:
+def trim(
+    value: Any, fits: Fits, *, share: float = 0.5, known_over: bool = False
+) -> tuple[Any, list[Cut], bool]:
     """The largest shortening of `value` that `fits`, the cuts made, and whether it fits.
 
     `fits(candidate)` must be monotone (a shorter candidate never fits less) and is called with
     whole candidates; `value` itself is not modified. `share` is a first guess of the part of
-    a list or string that fits (searches start there and gallop). When even the
+    a list or string that fits (searches start there and gallop); `known_over` skips the first
+    check of the whole value when the caller already measured it. When even the
     smallest shape (empty lists and strings, no keys) does not fit, that shape is returned
     with `False`.
     """
-    if fits(value):
+    if not known_over and fits(value):
         return value, [], True
     return _Trimmer(fits, min(max(share, 0.0), 1.0)).shrink(value, (), value)

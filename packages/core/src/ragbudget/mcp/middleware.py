@@ -22,9 +22,9 @@ from mcp_types import TextContent, ToolAnnotations
 from pydantic import Field
 
 from ragbudget.counters import CounterSpec, TokenCounter, get_counter
+from ragbudget.mcp.json_trim import path_label
 from ragbudget.mcp.page_cache import PageCache
 from ragbudget.mcp.paging import UNIT_NAMES, Page, Remainder
-from ragbudget.mcp.json_trim import path_label
 from ragbudget.mcp.result_guard import GuardOutcome, ResultGuard
 from ragbudget.mcp.settings import DEFAULT_MAX_TOKENS_CEILING
 
@@ -100,9 +100,10 @@ class TokenBudgetMiddleware(ToolInjectionMiddleware):
         ```
 
     Use:
-        A tool returning a 200,000-token log now returns its first lines within 10,000 tokens
-        and a notice: `[ragbudget: cut to fit 10,000 tokens; showing lines 1-812 of 16,000
-        (...). Call more(handle="Xk2...", offset=0) for the next page.]`.
+        A tool returning a 6,500-line log now returns its first lines within 10,000 tokens
+        and a notice: `[ragbudget: cut to fit 10,000 tokens; showing lines 1-259 of 6,500
+        (22,862 of 582,408 characters). ... Call more(handle="6GJmNcVeHKEd", offset=0) for the
+        next page.]`; the model calls `more` with the offset each page's notice gives.
 
     Async:
         Everything runs in the server's event loop; measuring and cutting a large result runs
@@ -130,7 +131,7 @@ class TokenBudgetMiddleware(ToolInjectionMiddleware):
             for name, budget in (tool_budgets or {}).items()
         }
         if isinstance(exclude_tools, str):
-            msg = f"exclude_tools must be a collection of tool names, got the string {exclude_tools!r}"
+            msg = f"exclude_tools must be a collection of names, not the string {exclude_tools!r}"
             raise TypeError(msg)
         self.exclude_tools = frozenset(exclude_tools)
         if not more_tool or not isinstance(more_tool, str):

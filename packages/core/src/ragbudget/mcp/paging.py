@@ -161,7 +161,7 @@ class Remainder:
         # One item (or one key's value) alone is over the budget: show it trimmed, and serve
         # what its trimming left out from new segments at the end.
         single = part(1)
-        name: str | int = list(single)[0] if segment.kind == "keys" else unit
+        name: str | int = next(iter(single)) if segment.kind == "keys" else unit
         where: tuple[str | int] = (name,) if segment.kind == "keys" else (0,)
 
         def fits(value: Any) -> bool:

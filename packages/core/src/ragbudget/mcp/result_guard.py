@@ -13,7 +13,6 @@ content of its own is shortened separately when it alone is over the budget.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -141,7 +140,7 @@ class ResultGuard:
         schema, which trimmed structured content must still match (else it is dropped)."""
         texts = [b.text for b in result.content if isinstance(b, TextContent)]
         text_tokens = sum(self.size(text, budget) for text in texts)
-        media = [b for b in result.content if not isinstance(b, TextContent)]
+        media: list[ContentBlock] = [b for b in result.content if not isinstance(b, TextContent)]
         if text_tokens <= budget:
             return self._cut_media(result, budget, budget - text_tokens, tool)
         return _TextCut(self, result, budget, tool, schema, texts, media).run()
@@ -162,9 +161,13 @@ class ResultGuard:
                 if len(dropped) == 1:
                     content.append(TextContent(type="text", text=""))  # the note goes here
         note = self._media_note(budget, dropped)
-        content = [TextContent(type="text", text=note) if _is_placeholder(b) else b for b in content]
+        content = [
+            TextContent(type="text", text=note) if _is_placeholder(b) else b for b in content
+        ]
         summary = f"{tool}: {len(dropped)} of {len(dropped) + len(content) - 1} blocks left out"
-        return GuardOutcome(result=_rebuild(result, content, result.structured_content), summary=summary)
+        return GuardOutcome(
+            result=_rebuild(result, content, result.structured_content), summary=summary
+        )
 
     def _media_note(self, budget: int, blocks: list[ContentBlock]) -> str:
         if not blocks:
@@ -225,10 +228,16 @@ class _TextCut:
         """The first page within `budget` tokens, the shown value, and what is left."""
         count = self.guard.size
         if self.value is not None:
-            share = min(1.0, budget * 4 / max(1, len(self.text)))
-            shown, cuts, fitted = trim(self.value, lambda v: count(dumps(v), budget) <= budget, share=share)
+            share = min(1.0, budget * 3 / max(1, len(self.text)))  # ~3 characters a token
+
+            def fits(value: Any) -> bool:
+                return count(dumps(value), budget) <= budget
+
+            shown, cuts, fitted = trim(self.value, fits, share=share, known_over=True)
             if fitted:
-                remainder = Remainder.from_cuts(self.value, cuts, max_tokens=self.budget, tool=self.tool)
+                remainder = Remainder.from_cuts(
+                    self.value, cuts, max_tokens=self.budget, tool=self.tool
+                )
                 return dumps(shown), shown, remainder
         end = first_text_page(self.text, 0, budget, self.guard.counter)
         segment = Segment(None, "chars", end, len(self.text))
@@ -266,7 +275,9 @@ class _TextCut:
             return None, " Structured content dropped: too large even when shortened.", None
         return self._checked(candidate, f" Structured content shortened ({_cut_list(cuts)}).")
 
-    def _checked(self, candidate: Any, phrase: str) -> tuple[dict[str, Any] | None, str, str | None]:
+    def _checked(
+        self, candidate: Any, phrase: str
+    ) -> tuple[dict[str, Any] | None, str, str | None]:
         error = (
             _schema_error(candidate, self.schema)
             if isinstance(candidate, dict)
@@ -310,8 +321,10 @@ class _TextCut:
             if used <= self.budget:
                 break
             reserve += used - self.budget
-        else:
-            body, notice = "", self._notice(remainder, "", False, phrase)[:200]
+        else:  # a counter far from additive: send nothing rather than too much
+            body, structured, kept = "", None, False
+            notice = f"[ragbudget: result left out: no part of it fit {self.budget:,} tokens]"
+            used = size(notice, self.budget)
         kept = kept and cache.put(self.handle, remainder, len(self.text))
         content: list[ContentBlock] = [TextContent(type="text", text=body)]
         if self.note:
