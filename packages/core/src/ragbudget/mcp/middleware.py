@@ -25,7 +25,7 @@ from ragbudget.counters import CounterSpec, TokenCounter, get_counter
 from ragbudget.mcp.json_trim import path_label
 from ragbudget.mcp.page_cache import PageCache
 from ragbudget.mcp.paging import UNIT_NAMES, Page, Remainder
-from ragbudget.mcp.result_guard import GuardOutcome, ResultGuard
+from ragbudget.mcp.result_guard import GuardOutcome, ResultGuard, visible_text
 from ragbudget.mcp.settings import DEFAULT_MAX_TOKENS_CEILING
 
 __all__ = ["MIN_MAX_TOKENS", "TokenBudgetMiddleware"]
@@ -39,7 +39,8 @@ MINIMUMS = frozenset({"minItems", "minLength", "minProperties"})
 """JSON schema keywords a shortened value may no longer satisfy."""
 
 INLINE_CHARS = 50_000
-"""Results with less text than this are measured on the event loop; larger ones in a thread."""
+"""Results with less text (or base64) than this are measured on the event loop; larger ones in
+a worker thread."""
 
 
 def _check_budget(name: str, value: object) -> int:
@@ -187,7 +188,7 @@ class TokenBudgetMiddleware(ToolInjectionMiddleware):
         budget = self.budget_for(name)
         if budget is None:
             return result
-        chars = sum(len(getattr(block, "text", "") or "") for block in result.content)
+        chars = sum(len(visible_text(block)) for block in result.content)
         if chars <= INLINE_CHARS:
             if self.guard.within(result, budget):
                 return result

@@ -148,7 +148,7 @@ class ResultGuard:
     def _cut_media(self, result: ToolResult, budget: int, left: int, tool: str) -> GuardOutcome:
         """The text fits: keep the media that fit what is left, in order; note the others."""
         dropped: list[ContentBlock] = []
-        note = self._media_note(budget, [b for b in result.content if b.type != "text"])
+        note = self.media_note(budget, [b for b in result.content if b.type != "text"])
         left -= self.size(note, budget)
         content: list[ContentBlock] = []
         for block in result.content:
@@ -160,7 +160,7 @@ class ResultGuard:
                 dropped.append(block)
                 if len(dropped) == 1:
                     content.append(TextContent(type="text", text=""))  # the note goes here
-        note = self._media_note(budget, dropped)
+        note = self.media_note(budget, dropped)
         content = [
             TextContent(type="text", text=note) if _is_placeholder(b) else b for b in content
         ]
@@ -169,7 +169,7 @@ class ResultGuard:
             result=_rebuild(result, content, result.structured_content), summary=summary
         )
 
-    def _media_note(self, budget: int, blocks: list[ContentBlock]) -> str:
+    def media_note(self, budget: int, blocks: list[ContentBlock]) -> str:
         if not blocks:
             return ""
         what = ", ".join(_describe(b) for b in blocks[:3])
@@ -211,7 +211,7 @@ class _TextCut:
         )  # fmt: skip
         self.text = texts[0] if len(texts) == 1 else "\n\n".join(texts)
         self.value = _parse_json(self.text) if len(texts) == 1 else None
-        self.note = guard._media_note(budget, media)
+        self.note = guard.media_note(budget, media)
         self.handle = guard.cache.new_handle()
         structured = result.structured_content
         if structured is None:
