@@ -46,6 +46,9 @@ TEXTS = st.builds(
     st.integers(1, 60),
 )
 BUDGETS = st.integers(min_value=128, max_value=500)
+pytestmark = pytest.mark.filterwarnings("ignore::hypothesis.errors.HypothesisWarning")
+"""Hypothesis warns when a failing example is large to print; the failure is what matters."""
+
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 

@@ -25,7 +25,7 @@ from ragbudget.counters import CounterSpec, TokenCounter, get_counter
 from ragbudget.mcp.json_trim import path_label
 from ragbudget.mcp.page_cache import PageCache
 from ragbudget.mcp.paging import UNIT_NAMES, Page, Remainder
-from ragbudget.mcp.result_guard import GuardOutcome, ResultGuard, visible_text
+from ragbudget.mcp.result_guard import RETRIES, GuardOutcome, ResultGuard, visible_text
 from ragbudget.mcp.settings import DEFAULT_MAX_TOKENS_CEILING
 
 __all__ = ["MIN_MAX_TOKENS", "TokenBudgetMiddleware"]
@@ -274,16 +274,17 @@ class TokenBudgetMiddleware(ToolInjectionMiddleware):
             raise ToolError(msg)
         budget = remainder.max_tokens
         reserve = 60
-        for _ in range(4):
+        for attempt in range(RETRIES):
             try:
                 page = remainder.page(offset, max(1, budget - reserve), self.counter)
             except ValueError as exc:
                 raise ToolError(str(exc)) from exc
             notice = self._page_notice(handle, remainder, page)
-            used = self.counter.count(page.body) + self.counter.count(notice)
+            notice_tokens = self.counter.count(notice)
+            used = self.counter.count(page.body) + notice_tokens
             if used <= budget:
                 break
-            reserve += used - budget
+            reserve = max(reserve + used - budget, notice_tokens + 8 * (attempt + 1))
         else:  # pragma: no cover - only a counter that is far from additive gets here
             msg = f"no page of this result fits {budget:,} tokens by {self.counter.name}"
             raise ToolError(msg)

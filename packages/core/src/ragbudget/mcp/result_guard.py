@@ -39,7 +39,7 @@ __all__ = ["GuardOutcome", "ResultGuard", "visible_text"]
 META_KEY = "ragbudget_cut"
 """Key of the cut's figures in a cut result's `_meta`."""
 
-RETRIES = 4
+RETRIES = 6
 """Attempts at a body and notice within the budget (a notice's size depends on the body)."""
 
 
@@ -313,14 +313,17 @@ class _TextCut:
         cache = self.guard.cache
         kept = cache.max_entries > 0 and len(self.text) <= cache.max_chars
         reserve = 80  # a first guess of the notice's size; corrected below if short
-        for _ in range(RETRIES):
+        for attempt in range(RETRIES):
             body, shown, remainder = self._body(max(1, self.budget - note_tokens - reserve))
             structured, phrase, error = self._structured(shown)
             notice = self._notice(remainder, body, kept, phrase)
-            used = size(body, self.budget) + size(notice, self.budget) + note_tokens
+            notice_tokens = size(notice, self.budget)
+            used = size(body, self.budget) + notice_tokens + note_tokens
             if used <= self.budget:
                 break
-            reserve += used - self.budget
+            # Room for this notice and a little more (its figures change with the body): the
+            # body shrinks in steps of whole items, so creeping down by the overshoot can stall.
+            reserve = max(reserve + used - self.budget, notice_tokens + 8 * (attempt + 1))
         else:  # a counter far from additive: send nothing rather than too much
             body, structured, kept = "", None, False
             notice = f"[ragbudget: result left out: no part of it fit {self.budget:,} tokens]"
