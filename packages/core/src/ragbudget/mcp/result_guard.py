@@ -164,7 +164,7 @@ class ResultGuard:
         content = [
             TextContent(type="text", text=note) if _is_placeholder(b) else b for b in content
         ]
-        summary = f"{tool}: {len(dropped)} of {len(dropped) + len(content) - 1} blocks left out"
+        summary = f"{tool}: {len(dropped)} of {len(result.content)} blocks left out ({note})"
         return GuardOutcome(
             result=_rebuild(result, content, result.structured_content), summary=summary
         )
