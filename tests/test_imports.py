@@ -40,7 +40,8 @@ PINNED = {
     ],
     "ragbudget.mcp": [
         "BearerTokenVerifier", "BudgetExceededError", "DEFAULT_MAX_TOKENS_CEILING",
-        "ServerSettings", "ServerStats", "clamp_budget", "create_server", "open_store",
+        "ServerSettings", "ServerStats", "TokenBudgetMiddleware", "clamp_budget", "create_server",
+        "open_store",
     ],
     "langchain_ragbudget": [
         "SCORE_KEYS", "TRUNCATION_EVENT", "TokenBudgetCompressor", "TokenBudgetRetriever",
@@ -72,3 +73,12 @@ def test_core_api_contract() -> None:
     for name in ("Chunk", "TokenCounter", "get_counter", "fit", "TruncationInfo", "BudgetResult",
                  "truncate_head", "truncate_tail"):  # fmt: skip
         assert name in ragbudget.__all__
+
+
+def test_mcp_exports_the_middleware() -> None:
+    pytest.importorskip("fastmcp")
+    import ragbudget.mcp
+    from fastmcp.server.middleware import Middleware
+
+    assert "TokenBudgetMiddleware" in ragbudget.mcp.__all__
+    assert issubclass(ragbudget.mcp.TokenBudgetMiddleware, Middleware)

@@ -28,7 +28,15 @@ from dataclasses import dataclass
 from ragbudget._checks import check_int
 from ragbudget.counters import CounterSpec, TokenCounter, get_counter
 
-__all__ = ["Fitted", "boundaries", "cut_text", "largest_prefix", "least_budget"]
+__all__ = [
+    "Fitted",
+    "boundaries",
+    "cut_text",
+    "largest_fitting",
+    "largest_prefix",
+    "least_budget",
+    "snap_to_boundary",
+]
 
 
 @dataclass(frozen=True)
@@ -124,6 +132,17 @@ def largest_prefix(
     return None if k is None else measure.result(k)
 
 
+def largest_fitting(
+    fits: Callable[[int], bool], upper: int, *, lower: int = 0, guess: int | None = None
+) -> int | None:
+    """The predicate form of `largest_prefix`, for checks that are not one count (several
+    limits at once, a whole JSON document re-rendered): the largest `k` in `[lower, upper]`
+    with `fits(k)`, trying only candidates near the answer; None when not even `lower` fits."""
+    if upper < lower:
+        return None
+    return _gallop(fits, lower, upper, upper if guess is None else guess)
+
+
 # Boundary kinds in order of preference; a position is the index just after the boundary.
 _BOUNDARIES: tuple[re.Pattern[str], ...] = (
     re.compile(r"\n[ \t]*\n"),  # paragraph
@@ -145,6 +164,14 @@ def boundaries(text: str, end: int) -> list[int]:
         if found and found[-1] > floor:
             return found
     return []
+
+
+def snap_to_boundary(text: str, end: int) -> int:
+    """`end` moved back to the best boundary that keeps at least `MIN_KEEP` of it (else kept)."""
+    if end >= len(text):
+        return end
+    points = boundaries(text, end)
+    return points[-1] if points and points[-1] > int(end * MIN_KEEP) else end
 
 
 def _longest_chars(measure: _Measure, n_max: int, limit: int) -> tuple[int, int]:

@@ -1,7 +1,8 @@
 """The ragbudget MCP server (`ragbudget serve`): budgeted search for desktop agents.
 
 Needs the `mcp` extra (`pip install 'ragbudget[mcp]'`). Tools: `search`, `read_document`,
-`stats`, and `ingest` when the server allows at least one root.
+`stats`, and `ingest` when the server allows at least one root. `TokenBudgetMiddleware` keeps
+any FastMCP server's tool results within a token budget (the server's last line of defence).
 
 Names load lazily, so `ragbudget` (the CLI) can register `serve` without importing fastmcp or
 Chroma until the command actually runs.
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ragbudget.mcp.auth import BearerTokenVerifier
     from ragbudget.mcp.budgeting import BudgetExceededError, clamp_budget
+    from ragbudget.mcp.middleware import TokenBudgetMiddleware
     from ragbudget.mcp.server import create_server, open_store
     from ragbudget.mcp.settings import DEFAULT_MAX_TOKENS_CEILING, ServerSettings
     from ragbudget.mcp.tools import ServerStats
@@ -25,6 +27,7 @@ _WHERE = {
     "DEFAULT_MAX_TOKENS_CEILING": "ragbudget.mcp.settings",
     "ServerSettings": "ragbudget.mcp.settings",
     "ServerStats": "ragbudget.mcp.tools",
+    "TokenBudgetMiddleware": "ragbudget.mcp.middleware",
     "clamp_budget": "ragbudget.mcp.budgeting",
     "create_server": "ragbudget.mcp.server",
     "open_store": "ragbudget.mcp.server",
@@ -36,6 +39,7 @@ __all__ = [
     "BudgetExceededError",
     "ServerSettings",
     "ServerStats",
+    "TokenBudgetMiddleware",
     "clamp_budget",
     "create_server",
     "open_store",

@@ -10,8 +10,10 @@ from typing import Any
 
 from fastmcp import FastMCP
 
+from ragbudget.counters import get_counter
 from ragbudget.mcp.auth import BearerTokenVerifier
-from ragbudget.mcp.settings import ServerSettings
+from ragbudget.mcp.middleware import TokenBudgetMiddleware
+from ragbudget.mcp.settings import ServerSettings, default_ceiling
 from ragbudget.mcp.state import ServerState
 from ragbudget.mcp.tools import STATE_KEY, register_tools
 from ragbudget.store import DocumentStore
@@ -19,6 +21,9 @@ from ragbudget.store import DocumentStore
 __all__ = ["create_server", "open_store"]
 
 logger = logging.getLogger(__name__)
+
+LAST_LINE_SLACK = 1.25
+"""The response guard's limit over the ceiling: it never cuts an answer the tools fitted."""
 
 INSTRUCTIONS = """\
 Budgeted search over indexed files. Every `search` and `read_document` response fits its
@@ -103,4 +108,11 @@ def create_server(
         auth=BearerTokenVerifier(auth_token) if auth_token else None,
     )
     register_tools(mcp, settings)
+    # The last line of defence: the tools fit their own budgets (and page by themselves), so
+    # this catches only a bug; the slack covers counting with another counter than the store's
+    # (its own is known only once it is open).
+    spec = settings.counter if settings.counter is not None or store is None else store.counter
+    counter = get_counter(spec)
+    limit = int((settings.max_tokens_ceiling or default_ceiling(counter)) * LAST_LINE_SLACK)
+    mcp.add_middleware(TokenBudgetMiddleware(limit, counter=counter, continuation=False))
     return mcp
