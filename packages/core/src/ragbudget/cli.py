@@ -45,7 +45,10 @@ err = Console(stderr=True, highlight=False)
 Db = Annotated[
     Path | None,
     typer.Option(
-        "--db", envvar="RAGBUDGET_DB", help="Embedded database folder. [default: .ragbudget]"
+        "--db",
+        envvar="RAGBUDGET_DB",
+        readable=False,  # the store says what is wrong with the folder, in one line
+        help="Embedded database folder. [default: .ragbudget]",
     ),
 ]
 Server = Annotated[
@@ -78,8 +81,17 @@ def _errors() -> Iterator[None]:
     try:
         yield
     except (ValueError, TypeError, FileNotFoundError, ImportError, RuntimeError) as exc:
-        err.print(f"[bold red]error:[/] {escape(str(exc))}")
+        _print_error(str(exc))
         raise typer.Exit(1) from None
+
+
+def _print_error(message: str) -> None:
+    """One line on stderr: rich's colours on a terminal, plain text (never wrapped) otherwise."""
+    line = " ".join(message.split("\n"))
+    if err.is_terminal:
+        err.print(f"[bold red]error:[/] {escape(line)}", soft_wrap=True)
+    else:
+        sys.stderr.write(f"error: {line}\n")
 
 
 def _where(ctx: typer.Context, db: Path | None, server: str | None) -> dict[str, Any]:

@@ -81,6 +81,7 @@ def serve(
         typer.Option(
             "--db",
             envvar="RAGBUDGET_DB",
+            readable=False,
             help="Embedded store folder (default .ragbudget). Use an absolute path in client "
             "configs: desktop apps start servers in an arbitrary directory.",
         ),

@@ -11,6 +11,7 @@ from typing import Any
 
 from ragbudget.counters import CounterSpec, TokenCounter, get_counter
 from ragbudget.store import ingest as _ingest
+from ragbudget.store import live
 from ragbudget.store.backend import DEFAULT_PATH, ChromaBackend
 from ragbudget.store.embedding import embedding_label
 from ragbudget.store.errors import StoreError
@@ -119,6 +120,7 @@ class DocumentStore:
 
     # -- reading the collection ---------------------------------------------------------------
 
+    @live.reads
     def sources(self) -> list[str]:
         """Every stored document's source path, sorted."""
         found = sorted({str(m["source"]) for _, m in self._backend.metadatas() if "source" in m})
@@ -157,6 +159,7 @@ class DocumentStore:
 
     # -- ingest ---------------------------------------------------------------------------------
 
+    @live.writes
     def ingest(
         self,
         paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
@@ -269,6 +272,7 @@ class DocumentStore:
 
     # -- search and read ------------------------------------------------------------------------
 
+    @live.reads
     def search(
         self,
         query: str,
@@ -352,6 +356,7 @@ class DocumentStore:
             return None
         return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
+    @live.reads
     def read(
         self,
         source: str,
@@ -374,6 +379,7 @@ class DocumentStore:
             resolved, text, offset=offset, limit=limit, max_tokens=max_tokens, counter=tc
         )
 
+    @live.reads
     def stats(self) -> StoreStats:
         """How many documents and chunks the collection holds, and how it was built."""
         b = self._backend
