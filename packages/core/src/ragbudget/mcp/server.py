@@ -10,6 +10,7 @@ from typing import Any
 import anyio.to_thread
 from fastmcp import FastMCP
 
+from ragbudget import __version__
 from ragbudget.counters import get_counter
 from ragbudget.mcp.auth import BearerTokenVerifier
 from ragbudget.mcp.settings import ServerSettings
@@ -91,6 +92,7 @@ def create_server(
 
     mcp: FastMCP[dict[str, Any]] = FastMCP(
         settings.name,
+        version=__version__,
         instructions=INSTRUCTIONS,
         lifespan=lifespan,
         auth=BearerTokenVerifier(auth_token) if auth_token else None,

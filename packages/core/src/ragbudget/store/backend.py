@@ -205,11 +205,7 @@ class ChromaBackend:
         """The collection, or a StoreError saying it does not exist yet."""
         collection = self.open(create=False)
         if collection is None and self._client is None and self.path is not None:
-            msg = (
-                f"no ragbudget store at {self.path}: run "
-                f"'ragbudget ingest PATH --db {self.path}' first"
-            )
-            raise StoreError(msg)
+            raise live.no_store(self.path)
         if collection is None:
             msg = (
                 f"unknown collection {self.name!r} at {self.where}: ingest files first "

@@ -40,6 +40,7 @@ __all__ = [
     "check_store_dir",
     "is_read_only_error",
     "is_writable",
+    "no_store",
     "read_only",
     "reads",
     "remove_snapshot",
@@ -91,6 +92,13 @@ def is_read_only_error(exc: BaseException) -> bool:
     """True when Chroma failed to open a store because SQLite may not write to it."""
     text = str(exc).lower()
     return "readonly database" in text or "read-only file system" in text
+
+
+def no_store(path: Path | str) -> StoreError:
+    """The error for reading a folder that holds no store."""
+    return StoreError(
+        f"no ragbudget store at {path}: run 'ragbudget ingest PATH --db {path}' first"
+    )
 
 
 def read_only(path: Path) -> StoreError:
