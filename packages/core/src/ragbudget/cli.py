@@ -24,9 +24,11 @@ try:
     from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    msg = "the ragbudget command needs typer and rich: pip install 'ragbudget[cli]'"
-    raise ImportError(msg) from exc
+except ImportError as exc:  # only without the extra (tests simulate it in a subprocess)
+    msg = f"the ragbudget command needs the cli extra ({exc}): pip install 'ragbudget[cli]'"
+    if Path(sys.argv[0]).stem == "ragbudget":  # the console script: one line, no traceback
+        raise SystemExit(f"error: {msg}") from None
+    raise ImportError(msg) from None
 
 __all__ = ["app", "main"]
 
@@ -291,5 +293,27 @@ _register_extras()
 
 
 def main() -> None:
-    """Entry point of the `ragbudget` console script."""
-    app()
+    """Entry point of the `ragbudget` console script.
+
+    On a terminal, usage errors get typer's framed message; otherwise (a pipe, a log file, an
+    agent running the command) they are one plain line, as the commands' own errors are.
+    """
+    if err.is_terminal or len(sys.argv) < 2:  # (no arguments: the help, as typer prints it)
+        app()
+        return
+    try:
+        code = app(standalone_mode=False)
+    except typer.Abort:
+        _print_error("aborted")
+        sys.exit(1)
+    except typer.TyperException as exc:  # usage errors: typer's (vendored) click exceptions
+        _print_error(exc.format_message() + _help_hint(exc))
+        sys.exit(exc.exit_code)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _help_hint(exc: Exception) -> str:
+    ctx = getattr(exc, "ctx", None)
+    if ctx is None:
+        return ""
+    return f" (see '{ctx.command_path} --help')"
