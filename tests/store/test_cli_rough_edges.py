@@ -82,3 +82,21 @@ def test_errors_are_one_unwrapped_line_off_a_terminal(
     )  # fmt: skip
     assert done.returncode == code and done.stdout == ""
     assert done.stderr == message.format(missing=missing) + "\n"
+
+
+def test_max_file_bytes_sets_the_size_cap(tmp_path: Path, corpus: Path) -> None:
+    from ragbudget.cli import app
+    from typer.testing import CliRunner
+
+    db = str(tmp_path / "db")
+    runner = CliRunner()
+    capped = runner.invoke(app, ["ingest", str(corpus), "--db", db, "--max-file-bytes", "3000"])
+    assert capped.exit_code == 0, capped.output
+    sizes = {p.name: p.stat().st_size for p in corpus.glob("*.py")}
+    over = sorted(name for name, size in sizes.items() if size > 3000)
+    assert over and len(over) < len(sizes)
+    for name in over:
+        assert f"over the size cap ({sizes[name]:,} > 3,000 bytes)" in capped.stderr
+    bad = runner.invoke(app, ["ingest", str(corpus), "--db", db, "--max-file-bytes", "0"])
+    assert bad.exit_code == 1
+    assert "max_file_bytes must be between 1 and 2,147,483,648, got 0" in bad.stderr

@@ -159,6 +159,10 @@ def ingest(
     chunk_tokens: Annotated[int, typer.Option(help="Largest chunk, in tokens.")] = 512,
     overlap: Annotated[int, typer.Option(help="Tokens shared by neighbouring chunks.")] = 64,
     prune: Annotated[bool, typer.Option(help="Remove the chunks of files that are gone.")] = False,
+    max_file_bytes: Annotated[
+        int | None,
+        typer.Option(help="Skip files larger than this many bytes. [default: 4194304 (4 MiB)]"),
+    ] = None,
 ) -> None:
     """Chunk and store text and code files (unchanged files are skipped)."""
     with _errors():
@@ -171,9 +175,10 @@ def ingest(
             def on_progress(done: int, total: int, path: str) -> None:
                 progress.update(task, completed=done, total=total, path=Path(path).name)
 
+            limits = {} if max_file_bytes is None else {"max_file_bytes": max_file_bytes}
             report = store.ingest(
                 paths, chunk_tokens=chunk_tokens, overlap=overlap, prune=prune,
-                on_progress=on_progress,
+                on_progress=on_progress, **limits,
             )  # fmt: skip
         table = Table(title=f"ingest into {collection!r}", show_header=False, title_justify="left")
         for label, value in (
