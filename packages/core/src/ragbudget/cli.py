@@ -163,6 +163,10 @@ def ingest(
         int | None,
         typer.Option(help="Skip files larger than this many bytes. [default: 4194304 (4 MiB)]"),
     ] = None,
+    watch: Annotated[
+        bool,
+        typer.Option(help="Then keep watching PATHS and ingest again on changes (watchfiles)."),
+    ] = False,
 ) -> None:
     """Chunk and store text and code files (unchanged files are skipped)."""
     with _errors():
@@ -197,6 +201,22 @@ def ingest(
             err.print(f"[dim]skipped {escape(problem.path)}: {escape(problem.reason)}[/]")
         for problem in report.errors:
             err.print(f"[yellow]could not read {escape(problem.path)}: {escape(problem.reason)}[/]")
+        if watch:
+            _watch(store, paths, prune=prune, chunk_tokens=chunk_tokens, overlap=overlap, **limits)
+
+
+def _watch(store: Any, paths: list[Path], **options: Any) -> None:
+    from ragbudget.store.watch import watch
+
+    def on_sync(report: Any) -> None:
+        sys.stderr.write(
+            f"synced: {report.files_ingested} ingested, {report.chunks_added} chunks added, "
+            f"{report.chunks_deleted} deleted, {report.sources_pruned} documents pruned\n"
+        )
+
+    sys.stderr.write(f"watching {', '.join(map(str, paths))} for changes (Ctrl-C to stop)\n")
+    sys.stderr.flush()
+    watch(store, paths, on_sync=on_sync, **options)
 
 
 @app.command()
@@ -244,6 +264,9 @@ def read(
         str, typer.Argument(help="A stored document's path (or a unique end of it).")
     ],
     offset: Annotated[int, typer.Option(help="First line, 1-based.")] = 1,
+    char_offset: Annotated[
+        int, typer.Option(help="Start inside line --offset, at this character (a notice says).")
+    ] = 0,
     limit: Annotated[int | None, typer.Option(help="Most lines.")] = None,
     max_tokens: Annotated[int, typer.Option(help="Token budget for the whole response.")] = 8192,
     as_json: Json = False,
@@ -255,7 +278,9 @@ def read(
     """Print a stored document's lines; the response fits --max-tokens."""
     with _errors():
         store = _store(ctx, db, server, collection, counter=counter)
-        response = store.read(source, offset=offset, limit=limit, max_tokens=max_tokens)
+        response = store.read(
+            source, offset=offset, limit=limit, max_tokens=max_tokens, char_offset=char_offset
+        )
         if as_json:
             sys.stdout.write(response.to_text() + "\n")
             return

@@ -45,15 +45,25 @@ def budget_read(
     limit: int | None,
     max_tokens: int,
     counter: TokenCounter,
+    char_offset: int = 0,
 ) -> ReadResponse:
-    """Lines of `text` from `offset`, at most `limit` of them, rendered within `max_tokens`."""
+    """Lines of `text` from `offset`, at most `limit` of them, rendered within `max_tokens`.
+
+    A line alone over the budget is shown in parts: each part's notice gives the `offset` (that
+    line) and `char_offset` (where the next part starts) to continue with.
+    """
     total = _line_count(text)
     if offset > max(total, 1):
         msg = f"offset {offset} is past the end: {source} has {total:,} lines"
         raise StoreError(msg)
     max_lines = limit if limit is not None else max(total - offset + 1, 1)
+    part = _Part(text, offset, char_offset, total) if char_offset else None
+    if part is not None:  # the rest of one line, read as a text of its own
+        text, max_lines = part.rest, 1
 
     def respond(t: TextTruncation, limit: int = max_tokens) -> ReadResponse:
+        if part is not None or t.partial_line:
+            return (part or _Part(text, offset, 0, total)).respond(source, t, limit)
         notice = None
         if t.truncated:
             budget = "" if t.truncated_by == "lines" else f" ({limit:,}-token budget)"
@@ -96,7 +106,11 @@ def budget_read(
         if room < 1:
             break
         cut = truncate_head(
-            text, max_lines=max_lines, max_tokens=room, offset=offset, counter=counter
+            text,
+            max_lines=max_lines,
+            max_tokens=room,
+            offset=1 if part is not None else offset,
+            counter=counter,
         )
         if not cut.text and cut.truncated:
             break
@@ -106,3 +120,54 @@ def budget_read(
             return response
         room -= max(size - max_tokens, room // 16, 1)
     return shell
+
+
+class _Part:
+    """Line `number` shown from character `start`: the continuation stays inside the line."""
+
+    def __init__(self, text: str, number: int, start: int, total: int) -> None:
+        self.line = text.split("\n")[number - 1] if text else ""
+        if not 0 <= start < max(len(self.line), 1):
+            msg = (
+                f"char_offset {start} is past the end of line {number}, which has "
+                f"{len(self.line):,} characters"
+            )
+            raise StoreError(msg)
+        self.number, self.start, self.total = number, start, total
+        self.rest = self.line[start:]
+
+    def respond(self, source: str, t: TextTruncation, limit: int) -> ReadResponse:
+        """The response for `t`, a cut of this line from `start` (a prefix of the rest)."""
+        shown = t.text if self.rest.startswith(t.text) else ""
+        end = self.start + len(shown)
+        budget = f" ({limit:,}-token budget)"
+        number, size = self.number, len(self.line)
+        next_offset, next_char = None, None
+        if not shown:
+            notice = f"[Line {number} does not fit the budget{budget}; raise max_tokens]"
+        elif end < size:
+            next_offset, next_char = number, end
+            notice = (
+                f"[Line {number} alone is over the budget{budget}; showing characters "
+                f"{self.start:,}-{end:,} of {size:,}. Use offset={number}, char_offset={end} "
+                "to continue]"
+            )
+        elif number < self.total:
+            next_offset = number + 1
+            notice = (
+                f"[Showing the end of line {number} (characters {self.start:,}-{end:,}). "
+                f"Use offset={number + 1} to continue]"
+            )
+        else:
+            notice = f"[Showing the end of line {number} (characters {self.start:,}-{end:,})]"
+        return ReadResponse(
+            source=source,
+            text=shown,
+            start_line=number if shown else None,
+            end_line=number if shown else None,
+            total_lines=self.total,
+            next_offset=next_offset,
+            next_char_offset=next_char,
+            truncated=bool(next_offset) or not shown or self.start > 0,
+            notice=notice,
+        )

@@ -365,10 +365,15 @@ class DocumentStore:
         limit: int | None = None,
         max_tokens: int = 8192,
         counter: CounterSpec = None,
+        char_offset: int = 0,
     ) -> ReadResponse:
         """A stored document's lines from `offset` (1-based), at most `limit` of them, with a
-        rendered response within `max_tokens` and a notice saying how to continue."""
+        rendered response within `max_tokens` and a notice saying how to continue.
+
+        A line alone over the budget comes in parts: continue with the response's
+        `next_offset` and `next_char_offset` (as `offset` and `char_offset`)."""
         _check_int("offset", offset, 1, 1 << 31)
+        _check_int("char_offset", char_offset, 0, 1 << 31)
         if limit is not None:
             _check_int("limit", limit, 1, 1 << 31)
         _check_int("max_tokens", max_tokens, 1, MAX_TOKENS)
@@ -376,8 +381,9 @@ class DocumentStore:
         resolved, records = self._fetch(source)
         text = rebuild_text(records)
         return budget_read(
-            resolved, text, offset=offset, limit=limit, max_tokens=max_tokens, counter=tc
-        )
+            resolved, text, offset=offset, limit=limit, max_tokens=max_tokens, counter=tc,
+            char_offset=char_offset,
+        )  # fmt: skip
 
     @live.reads
     def stats(self) -> StoreStats:
