@@ -213,10 +213,13 @@ def _watch(store: Any, paths: list[Path], **options: Any) -> None:
             f"synced: {report.files_ingested} ingested, {report.chunks_added} chunks added, "
             f"{report.chunks_deleted} deleted, {report.sources_pruned} documents pruned\n"
         )
+        sys.stderr.flush()
 
-    sys.stderr.write(f"watching {', '.join(map(str, paths))} for changes (Ctrl-C to stop)\n")
-    sys.stderr.flush()
-    watch(store, paths, on_sync=on_sync, **options)
+    def on_ready() -> None:
+        sys.stderr.write(f"watching {', '.join(map(str, paths))} for changes (Ctrl-C to stop)\n")
+        sys.stderr.flush()
+
+    watch(store, paths, on_sync=on_sync, on_ready=on_ready, **options)
 
 
 @app.command()

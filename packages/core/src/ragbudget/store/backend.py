@@ -258,7 +258,8 @@ class ChromaBackend:
 
     @contextmanager
     def writing(self) -> Iterator[None]:
-        """An ingest: the store's writer lock held, the client current, one call at a time."""
+        """An ingest: the store's writer lock held (writers, in any process, take turns), the
+        client current before it writes, and no refresh while it writes."""
         if self.path is None:  # a Chroma server orders its own writes
             with self.using():
                 yield

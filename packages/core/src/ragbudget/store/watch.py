@@ -29,12 +29,14 @@ def watch(
     paths: Sequence[str | os.PathLike[str]],
     *,
     on_sync: Callable[[IngestReport], None],
+    on_ready: Callable[[], None] | None = None,
     stop_event: threading.Event | None = None,
     debounce_ms: int = 1600,
     **ingest_options: Any,
 ) -> None:
     """Ingest `paths` into `store` after every batch of file changes, until `stop_event` is set
-    (or Ctrl-C). `ingest_options` go to `DocumentStore.ingest` (prune, chunk_tokens, ...)."""
+    (or Ctrl-C). `on_ready()` is called once the watcher runs (changes from then on are seen);
+    `ingest_options` go to `DocumentStore.ingest` (prune, chunk_tokens, ...)."""
     try:
         import watchfiles
     except ImportError:
@@ -56,7 +58,14 @@ def watch(
         debounce=debounce_ms,
         stop_event=stop_event,
         raise_interrupt=False,
+        yield_on_timeout=True,  # an empty batch first: the watcher is running
+        rust_timeout=1000,
     ):
+        if on_ready is not None:
+            ready, on_ready = on_ready, None
+            ready()
+        if not changes:
+            continue
         logger.debug("%d file changes under %s: syncing", len(changes), roots)
         try:
             report = store.ingest(roots, **ingest_options)
