@@ -96,7 +96,8 @@ def test_allowed_hosts_and_origins_come_from_options_or_the_environment(
         "ragbudget.mcp.command.run_http", lambda mcp, **kwargs: calls.append(kwargs)
     )
     env = {"RAGBUDGET_ALLOW_HOST": "a.example *.lan", "RAGBUDGET_ALLOW_ORIGIN": "https://x.example"}
-    args = ["serve", "--db", str(tmp_path), "--transport", "http"]
+    # --allow-root: a server that may ingest starts on a folder with no store yet
+    args = ["serve", "--db", str(tmp_path), "--transport", "http", "--allow-root", str(tmp_path)]
     assert CliRunner(env=env).invoke(app, args).exit_code == 0
     assert CliRunner().invoke(app, [*args, "--allow-host", "b.example"]).exit_code == 0
     assert calls[0]["allow_hosts"] == ["a.example", "*.lan"]

@@ -25,9 +25,11 @@ try:
     from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    msg = "the ragbudget command needs typer and rich: pip install 'ragbudget[cli]'"
-    raise ImportError(msg) from exc
+except ImportError as exc:  # only without the extra (tests simulate it in a subprocess)
+    msg = f"the ragbudget command needs the cli extra ({exc}): pip install 'ragbudget[cli]'"
+    if Path(sys.argv[0]).stem == "ragbudget":  # the console script: one line, no traceback
+        raise SystemExit(f"error: {msg}") from None
+    raise ImportError(msg) from None
 
 from ragbudget._defaults import DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT
 
@@ -42,13 +44,38 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+
+def _version(value: bool) -> None:
+    if value:
+        from ragbudget import __version__
+
+        sys.stdout.write(f"ragbudget {__version__}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Budgeted search over your files: ingest them, then search and read them within a token
+    budget."""
+
+
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False)
 
 Db = Annotated[
     Path | None,
     typer.Option(
-        "--db", envvar="RAGBUDGET_DB", help="Embedded database folder. [default: .ragbudget]"
+        "--db",
+        envvar="RAGBUDGET_DB",
+        readable=False,  # the store says what is wrong with the folder, in one line
+        help="Embedded database folder. [default: .ragbudget]",
     ),
 ]
 Server = Annotated[
@@ -98,8 +125,17 @@ def _errors() -> Iterator[None]:
     try:
         yield
     except (ValueError, TypeError, FileNotFoundError, ImportError, RuntimeError) as exc:
-        err.print(f"[bold red]error:[/] {escape(str(exc))}")
+        _print_error(str(exc))
         raise typer.Exit(1) from None
+
+
+def _print_error(message: str) -> None:
+    """One line on stderr: rich's colours on a terminal, plain text (never wrapped) otherwise."""
+    line = " ".join(message.split("\n"))
+    if err.is_terminal:
+        err.print(f"[bold red]error:[/] {escape(line)}", soft_wrap=True)
+    else:
+        sys.stderr.write(f"error: {line}\n")
 
 
 def _where(ctx: typer.Context, db: Path | None, server: str | None) -> dict[str, Any]:
@@ -152,6 +188,14 @@ def ingest(
     prune: Annotated[bool, typer.Option(help="Remove the chunks of files that are gone.")] = False,
     connect_timeout: ConnectTimeout = None,
     read_timeout: ReadTimeout = None,
+    max_file_bytes: Annotated[
+        int | None,
+        typer.Option(help="Skip files larger than this many bytes. [default: 4194304 (4 MiB)]"),
+    ] = None,
+    watch: Annotated[
+        bool,
+        typer.Option(help="Then keep watching PATHS and ingest again on changes (watchfiles)."),
+    ] = False,
 ) -> None:
     """Chunk and store text and code files (unchanged files are skipped)."""
     with _errors():
@@ -166,9 +210,10 @@ def ingest(
             def on_progress(done: int, total: int, path: str) -> None:
                 progress.update(task, completed=done, total=total, path=Path(path).name)
 
+            limits = {} if max_file_bytes is None else {"max_file_bytes": max_file_bytes}
             report = store.ingest(
                 paths, chunk_tokens=chunk_tokens, overlap=overlap, prune=prune,
-                on_progress=on_progress,
+                on_progress=on_progress, **limits,
             )  # fmt: skip
         table = Table(title=f"ingest into {collection!r}", show_header=False, title_justify="left")
         for label, value in (
@@ -190,6 +235,25 @@ def ingest(
             err.print(f"[yellow]removed {escape(problem.path)}: {escape(problem.reason)}[/]")
         for problem in report.errors:
             err.print(f"[yellow]could not read {escape(problem.path)}: {escape(problem.reason)}[/]")
+        if watch:
+            _watch(store, paths, prune=prune, chunk_tokens=chunk_tokens, overlap=overlap, **limits)
+
+
+def _watch(store: Any, paths: list[Path], **options: Any) -> None:
+    from ragbudget.store.watch import watch
+
+    def on_sync(report: Any) -> None:
+        sys.stderr.write(
+            f"synced: {report.files_ingested} ingested, {report.chunks_added} chunks added, "
+            f"{report.chunks_deleted} deleted, {report.sources_pruned} documents pruned\n"
+        )
+        sys.stderr.flush()
+
+    def on_ready() -> None:
+        sys.stderr.write(f"watching {', '.join(map(str, paths))} for changes (Ctrl-C to stop)\n")
+        sys.stderr.flush()
+
+    watch(store, paths, on_sync=on_sync, on_ready=on_ready, **options)
 
 
 @app.command()
@@ -245,6 +309,9 @@ def read(
         str, typer.Argument(help="A stored document's path (or a unique end of it).")
     ],
     offset: Annotated[int, typer.Option(help="First line, 1-based.")] = 1,
+    char_offset: Annotated[
+        int, typer.Option(help="Start inside line --offset, at this character (a notice says).")
+    ] = 0,
     limit: Annotated[int | None, typer.Option(help="Most lines.")] = None,
     max_tokens: Annotated[int, typer.Option(help="Token budget for the whole response.")] = 8192,
     as_json: Json = False,
@@ -259,7 +326,7 @@ def read(
     with _errors():
         store = _store(ctx, db, server, collection, None, counter, connect_timeout, read_timeout)
         response = store.read(
-            source, offset=offset, limit=limit, max_tokens=max_tokens,
+            source, offset=offset, limit=limit, max_tokens=max_tokens, char_offset=char_offset,
             format="json" if as_json else "text", offset_hint=OFFSET_HINT,
         )  # fmt: skip
         if as_json:
@@ -307,5 +374,27 @@ _register_extras()
 
 
 def main() -> None:
-    """Entry point of the `ragbudget` console script."""
-    app()
+    """Entry point of the `ragbudget` console script.
+
+    On a terminal, usage errors get typer's framed message; otherwise (a pipe, a log file, an
+    agent running the command) they are one plain line, as the commands' own errors are.
+    """
+    if err.is_terminal or len(sys.argv) < 2:  # (no arguments: the help, as typer prints it)
+        app()
+        return
+    try:
+        code = app(standalone_mode=False)
+    except typer.Abort:
+        _print_error("aborted")
+        sys.exit(1)
+    except typer.TyperException as exc:  # usage errors: typer's (vendored) click exceptions
+        _print_error(exc.format_message() + _help_hint(exc))
+        sys.exit(exc.exit_code)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _help_hint(exc: Exception) -> str:
+    ctx = getattr(exc, "ctx", None)
+    if ctx is None:
+        return ""
+    return f" (see '{ctx.command_path} --help')"

@@ -81,6 +81,22 @@ def _one_location(
     return db, None
 
 
+def _require_store(settings: ServerSettings) -> None:
+    """`serve` never creates a store: without one (and no root to ingest into it) it stops."""
+    from ragbudget.store.errors import StoreError
+    from ragbudget.store.live import check_store_dir, no_store
+
+    if settings.server is not None or settings.ingest_enabled:
+        return
+    path = settings.db if settings.db is not None else Path(".ragbudget")
+    try:
+        found = check_store_dir(path)
+    except StoreError as exc:
+        raise _fail(str(exc), code=1) from None
+    if not found:
+        raise _fail(str(no_store(path)), code=1)
+
+
 def serve(
     ctx: typer.Context,
     db: Annotated[
@@ -88,6 +104,7 @@ def serve(
         typer.Option(
             "--db",
             envvar="RAGBUDGET_DB",
+            readable=False,
             help="Embedded store folder (default .ragbudget). Use an absolute path in client "
             "configs: desktop apps start servers in an arbitrary directory.",
         ),
@@ -237,6 +254,7 @@ def serve(
             host,
         )
 
+    _require_store(settings)
     mcp = create_server(settings, auth_token=auth_token if transport is Transport.http else None)
     try:
         if transport is Transport.stdio:

@@ -10,6 +10,7 @@ from typing import Any
 
 from fastmcp import FastMCP
 
+from ragbudget import __version__
 from ragbudget.counters import get_counter
 from ragbudget.mcp.auth import BearerTokenVerifier
 from ragbudget.mcp.middleware import TokenBudgetMiddleware
@@ -103,6 +104,7 @@ def create_server(
 
     mcp: FastMCP[dict[str, Any]] = FastMCP(
         settings.name,
+        version=__version__,
         instructions=INSTRUCTIONS,
         lifespan=lifespan,
         auth=BearerTokenVerifier(auth_token) if auth_token else None,

@@ -267,20 +267,28 @@ async def read_document(
             ge=1,
         ),
     ] = 8192,
+    char_offset: Annotated[
+        int,
+        Field(
+            description="Start inside line `offset` at this character: give the char_offset a "
+            "notice names when one line alone is over the budget.",
+            ge=0,
+        ),
+    ] = 0,
     format: FormatArg = "text",
 ) -> ToolResult:
     """Read a stored document by lines, one budgeted page at a time.
 
     A page that stops early ends with a notice naming the `offset` of the next line, so a
-    document far larger than any budget can be read in full, page by page.
+    document far larger than any budget can be read in full, page by page. A line alone over
+    the budget (minified code) comes in parts, continued with `offset` and `char_offset`.
     """
     state = await _state(ctx)
 
     def fetch(budget: int) -> ReadResponse:
         return state.store.read(
             source, offset=offset, limit=limit, max_tokens=budget,
-            counter=state.counter_for(format),
-            format=format,
+            counter=state.counter_for(format), format=format, char_offset=char_offset,
         )  # fmt: skip
 
     def warning(response: ReadResponse, budget: int) -> str | None:

@@ -6,14 +6,16 @@ import logging
 import os
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from ragbudget.counters import CounterSpec, TokenCounter, get_counter
-from ragbudget.store import remote
+from ragbudget.store import live, remote
 from ragbudget.store.embedding import embedding_label, make_embedding, same_embedding
 from ragbudget.store.errors import StoreError
+from ragbudget.store.lock import release_lock_file, writer_lock
 from ragbudget.store.remote import DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, check_timeout
 
 __all__ = ["DEFAULT_PATH", "ChromaBackend"]
@@ -76,6 +78,9 @@ class ChromaBackend:
             raise StoreError(msg)
         self.connect_timeout = check_timeout("connect_timeout", connect_timeout)
         self.read_timeout = check_timeout("read_timeout", read_timeout)
+        if path is not None and "\0" in os.fspath(path):
+            msg = f"path must be a folder path, got {os.fspath(path)!r}"
+            raise StoreError(msg)
         self.address = _parse_server(server) if server is not None else None
         self.server = server.strip() if server is not None else None
         self.path = None if server is not None else Path(os.fspath(path or DEFAULT_PATH))
@@ -85,6 +90,10 @@ class ChromaBackend:
         self.counter: TokenCounter = get_counter(counter)
         self._client: Any = None
         self._collection: Any = None
+        self._snapshot: Path | None = None  # a read-only store's private copy
+        self._watch = live.StoreWatch(self.path) if self.path is not None else None
+        self._gate = live.Gate()
+        self._writing = 0
 
     @property
     def where(self) -> str:
@@ -112,13 +121,28 @@ class ChromaBackend:
             self._client = client
             return client
         assert self.path is not None
-        if self.path.exists() and not self.path.is_dir():
-            msg = f"path {str(self.path)!r} is a file, not a database folder"
-            raise StoreError(msg)
-        if not create and not self.path.is_dir():
-            return None
-        self._client = chromadb.PersistentClient(path=str(self.path), settings=settings)
-        return self._client
+        if not live.check_store_dir(self.path):
+            if not create:
+                return None
+        elif not create and not live.is_writable(self.path):
+            self._snapshot = live.snapshot(self.path)
+        elif create and not live.is_writable(self.path):
+            raise live.read_only(self.path)
+        if self._watch is not None:
+            self._watch.seen()  # before opening: a write from now on shows as a change
+        try:
+            client = chromadb.PersistentClient(
+                path=str(self._snapshot or self.path), settings=settings
+            )
+        except Exception as exc:
+            self._drop_snapshot()
+            if live.is_read_only_error(exc):
+                raise live.read_only(self.path) from None
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            msg = f"cannot open the store at {self.path}: {reason}"
+            raise StoreError(msg) from None
+        self._client = client
+        return client
 
     def open(self, *, create: bool) -> Any:
         """The collection, opened (its embedding checked) or, with `create`, made; else None."""
@@ -190,6 +214,8 @@ class ChromaBackend:
     def require(self) -> Any:
         """The collection, or a StoreError saying it does not exist yet."""
         collection = self.open(create=False)
+        if collection is None and self._client is None and self.path is not None:
+            raise live.no_store(self.path)
         if collection is None:
             msg = (
                 f"unknown collection {self.name!r} at {self.where}: ingest files first "
@@ -216,3 +242,52 @@ class ChromaBackend:
         client, self._client, self._collection = self._client, None, None
         if client is not None and hasattr(client, "close"):
             client.close()
+        self._drop_snapshot()
+
+    def _drop_snapshot(self) -> None:
+        copy, self._snapshot = self._snapshot, None
+        if copy is not None:
+            live.remove_snapshot(copy)
+
+    @contextmanager
+    def using(self) -> Iterator[None]:
+        """One call on the store: first reopen the client if another process wrote the store.
+
+        Chroma's embedded client caches vector indexes; reopening is how a long-running
+        process (a server) sees what another ingested, changed or pruned.
+        """
+        watch = self._watch
+        stale = watch is not None and self._gate.outermost() and not self._writing
+        if stale and watch is not None and watch.changed():
+            with self._gate.exclusive():
+                if watch.changed() and not self._writing:
+                    logger.debug("the store at %s changed on disk: reopening it", self.path)
+                    self.close()
+        with self._gate.shared():
+            yield
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """An ingest: the store's writer lock held (writers, in any process, take turns), the
+        client current before it writes, and no refresh while it writes."""
+        if self.path is None:  # a Chroma server orders its own writes
+            with self.using():
+                yield
+            return
+        if self._snapshot is not None or (
+            live.check_store_dir(self.path) and not live.is_writable(self.path)
+        ):
+            raise live.read_only(self.path)
+        created = not self.path.exists()
+        try:
+            with writer_lock(self.path), self.using():
+                self._writing += 1
+                try:
+                    yield
+                finally:
+                    self._writing -= 1
+                    if self._watch is not None and self._client is not None:
+                        self._watch.seen()  # our own writes: the client holds them already
+        finally:
+            if not (self.path / live.SQLITE_NAME).exists():  # nothing was written: leave no trace
+                release_lock_file(self.path, remove_folder=created)

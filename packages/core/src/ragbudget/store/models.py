@@ -151,6 +151,11 @@ class ReadResponse(_Rendered):
     next_offset: int | None = Field(
         default=None, description="The offset that continues after what is shown; None at the end."
     )
+    next_char_offset: int | None = Field(
+        default=None,
+        description="Set when line `next_offset` is only partly shown: the character to continue "
+        "from (pass it as char_offset).",
+    )
     truncated: bool = Field(description="True when lines (or part of a line) were left out.")
 
     def render_text(self) -> str:

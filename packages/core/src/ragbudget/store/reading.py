@@ -41,13 +41,15 @@ def budget_read(
     limit: int | None,
     max_tokens: int,
     counter: TokenCounter,
+    char_offset: int = 0,
     rendering: Rendering = TEXT,
 ) -> ReadResponse:
     """Lines of `text` from `offset`, at most `limit` of them, rendered within `max_tokens`.
 
     The page is the largest run of whole lines whose rendered response fits (the budget
-    primitive counts the response as rendered, escaping and notice included); a first line
-    alone over the budget is shown cut, with the offset of the next line.
+    primitive counts the response as rendered, escaping and notice included). A line alone
+    over the budget is shown in parts: each part's notice gives the `offset` (that line) and
+    `char_offset` (where the next part starts) to continue with.
     """
     lines = split_lines(text)
     total = len(lines)
@@ -55,8 +57,14 @@ def budget_read(
         msg = f"offset {offset} is past the end: {source} has {total:,} lines"
         raise StoreError(msg)
     rest = lines[offset - 1 :]
+    line = rest[0] if rest else ""
+    if not 0 <= char_offset < max(len(line), 1):
+        msg = (
+            f"char_offset {char_offset} is past the end of line {offset}, which has "
+            f"{len(line):,} characters"
+        )
+        raise StoreError(msg)
     k_max = len(rest) if limit is None else min(limit, len(rest))
-    more = rendering.more(offset + 1) if offset < total else ""
     frame = {"max_tokens": max_tokens, "counter": counter.name, "format": rendering.format}
 
     def page(k: int, budget: int = max_tokens) -> ReadResponse:
@@ -77,12 +85,24 @@ def budget_read(
             source, shown, offset, k, total, truncated, notice, {**frame, "max_tokens": budget}
         )
 
-    def cut_line(kept: str) -> ReadResponse:
-        notice = (
-            f"[Line {offset} alone is over the budget ({max_tokens:,}-token budget); "
-            f"showing its start{more}]"
-        )
-        return _response(source, kept, offset, 1, total, True, notice, frame)
+    def part(kept: str) -> ReadResponse:
+        """Characters `char_offset` to `char_offset + len(kept)` of the line at `offset`."""
+        stop = char_offset + len(kept)
+        where = f"characters {char_offset:,}-{stop:,}"
+        next_char = None
+        if stop < len(line):
+            next_char = stop
+            notice = (
+                f"[Line {offset} alone is over the budget ({max_tokens:,}-token budget); "
+                f"showing {where} of {len(line):,}{rendering.more_in_line(offset, stop)}]"
+            )
+        else:
+            more = rendering.more(offset + 1) if offset < total else ""
+            notice = f"[Showing the end of line {offset} ({where}){more}]"
+        response = _response(source, kept, offset, 1, total, True, notice, frame)
+        if next_char is None:
+            return response
+        return response.model_copy(update={"next_offset": offset, "next_char_offset": next_char})
 
     shell = page(0)
     floor = counter.count(shell.to_text())
@@ -95,17 +115,20 @@ def budget_read(
         raise StoreError(msg)
     if k_max == 0:
         return measure(shell, counter)
-    fitted = largest_prefix(
-        lambda k: page(k).to_text(), k_max, max_tokens, counter, lower=1,
-        guess=_guess_lines(rest[:k_max], max_tokens),
-    )  # fmt: skip
-    if fitted is not None:
-        return measure(page(fitted.size), counter)
-    # The first line alone is over the budget: its start, cut at a word where one is near.
-    cut = cut_text(rest[0], max_tokens, counter, render=lambda kept: cut_line(kept).to_text())
+    if char_offset == 0:
+        fitted = largest_prefix(
+            lambda k: page(k).to_text(), k_max, max_tokens, counter, lower=1,
+            guess=_guess_lines(rest[:k_max], max_tokens),
+        )  # fmt: skip
+        if fitted is not None:
+            return measure(page(fitted.size), counter)
+    # A line alone over the budget, or the rest of one: the longest part (at a word where one
+    # is near) whose response fits.
+    tail = line[char_offset:]
+    cut = cut_text(tail, max_tokens, counter, render=lambda kept: part(kept).to_text())
     if cut is None or cut.size == 0:
         return measure(shell, counter)
-    return measure(cut_line(rest[0][: cut.size]), counter)
+    return measure(part(tail[: cut.size]), counter)
 
 
 def _response(

@@ -122,6 +122,13 @@ class Rendering:
     def more(self, offset: int) -> str:
         return f". Use {self.offset_hint.format(offset=offset)} to continue"
 
+    def more_in_line(self, line: int, char: int) -> str:
+        """The continuation inside line `line`, from character `char` (a shell's flag form,
+        `--offset L --char-offset C`, or a tool's `offset=L, char_offset=C`)."""
+        at = self.offset_hint.format(offset=line)
+        inside = f" --char-offset {char}" if at.startswith("--") else f", char_offset={char}"
+        return f". Use {at}{inside} to continue"
+
 
 TEXT = Rendering()
 """The default rendering: lean text, notices naming `offset=N`."""

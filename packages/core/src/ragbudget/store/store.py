@@ -12,6 +12,7 @@ from typing import Any
 from ragbudget._shown import shown
 from ragbudget.counters import CounterSpec, TokenCounter, get_counter
 from ragbudget.store import ingest as _ingest
+from ragbudget.store import live
 from ragbudget.store.backend import DEFAULT_PATH, ChromaBackend
 from ragbudget.store.embedding import embedding_label
 from ragbudget.store.errors import StoreError
@@ -141,6 +142,7 @@ class DocumentStore:
     # -- reading the collection ---------------------------------------------------------------
 
     @guarded
+    @live.reads
     def sources(self) -> list[str]:
         """Every stored document's source path, sorted."""
         found = sorted({str(m["source"]) for _, m in self._backend.metadatas() if "source" in m})
@@ -185,6 +187,7 @@ class DocumentStore:
     # -- ingest ---------------------------------------------------------------------------------
 
     @guarded
+    @live.writes
     def ingest(
         self,
         paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
@@ -312,6 +315,7 @@ class DocumentStore:
     # -- search and read ------------------------------------------------------------------------
 
     @guarded
+    @live.reads
     def search(
         self,
         query: str,
@@ -387,6 +391,7 @@ class DocumentStore:
         return list(zip(found["ids"][0], map(float, found["distances"][0]), strict=True))
 
     @guarded
+    @live.reads
     def candidates(
         self,
         query: str,
@@ -443,6 +448,7 @@ class DocumentStore:
         return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
     @guarded
+    @live.reads
     def read(
         self,
         source: str,
@@ -451,14 +457,19 @@ class DocumentStore:
         limit: int | None = None,
         max_tokens: int = 8192,
         counter: CounterSpec = None,
+        char_offset: int = 0,
         format: Format = "text",
         offset_hint: str = "offset={offset}",
     ) -> ReadResponse:
         """A stored document's lines from `offset` (1-based), at most `limit` of them, with a
         rendered response within `max_tokens` and a notice saying how to continue (`format`
-        and `offset_hint` as for `search`)."""
+        and `offset_hint` as for `search`).
+
+        A line alone over the budget comes in parts: continue with the response's
+        `next_offset` and `next_char_offset` (as `offset` and `char_offset`)."""
         rendering = _rendering(format, offset_hint)
         _check_int("offset", offset, 1, 1 << 31)
+        _check_int("char_offset", char_offset, 0, 1 << 31)
         if limit is not None:
             _check_int("limit", limit, 1, 1 << 31)
         _check_int("max_tokens", max_tokens, 1, MAX_TOKENS)
@@ -467,10 +478,11 @@ class DocumentStore:
         text = rebuild_text(records)
         return budget_read(
             resolved, text, offset=offset, limit=limit, max_tokens=max_tokens, counter=tc,
-            rendering=rendering,
+            char_offset=char_offset, rendering=rendering,
         )  # fmt: skip
 
     @guarded
+    @live.reads
     def stats(self) -> StoreStats:
         """How many documents and chunks the collection holds, and how it was built."""
         b = self._backend

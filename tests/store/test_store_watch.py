@@ -1,0 +1,68 @@
+"""`ragbudget ingest --watch`: syncs on changes, and a sync killed midway ends as a clean ingest.
+
+The watch itself needs `watchfiles`; its tests are skipped where it is not installed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ragbudget.store import DocumentStore, StoreError
+from ragbudget.store.watch import watch
+
+RAGBUDGET = Path(sys.executable).with_name("ragbudget")
+Snapshot = Callable[[DocumentStore], dict[str, tuple[Any, ...]]]
+
+
+def test_watch_without_watchfiles_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setitem(sys.modules, "watchfiles", None)  # makes `import watchfiles` fail
+    store = DocumentStore(path=tmp_path / "db")
+    with pytest.raises(StoreError, match=r"^watching needs the watchfiles package: pip install"):
+        watch(store, [tmp_path], on_sync=print)
+
+
+def test_watch_syncs_and_a_killed_sync_ends_as_a_clean_ingest(
+    tmp_path: Path, corpus: Path, snapshot: Snapshot
+) -> None:
+    pytest.importorskip("watchfiles")
+    db = tmp_path / "db"
+    env = {**os.environ, "ANONYMIZED_TELEMETRY": "False", "PYTHONUNBUFFERED": "1"}
+    args = [str(RAGBUDGET), "ingest", str(corpus), "--db", str(db), "--prune"]
+    proc = subprocess.Popen(
+        [*args, "--watch"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env
+    )
+    assert proc.stderr is not None
+    try:
+        while not proc.stderr.readline().startswith("watching "):
+            assert proc.poll() is None, "the watch stopped"
+        (corpus / "zoo.py").write_text("def zebra():\n    return 'quokka'\n")
+        while not (line := proc.stderr.readline()).startswith("synced: "):
+            assert proc.poll() is None, "the watch stopped"
+        assert line.startswith("synced: 1 ingested")
+        with DocumentStore(path=db) as store:
+            assert (corpus / "zoo.py").as_posix() in store.sources()
+        (corpus / "scanner.py").unlink()  # a change, then a kill during its sync
+        (corpus / "zoo.py").write_text("def walrus():\n    return 'narwhal'\n" * 200)
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.wait()
+    done = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    clean = tmp_path / "clean"
+    with DocumentStore(path=clean) as store:
+        store.ingest([corpus])
+        expected = snapshot(store)
+    with DocumentStore(path=db) as store:
+        assert snapshot(store) == expected
+    shutil.rmtree(clean)
