@@ -85,11 +85,12 @@ def _assert_median_within(errors: list[float]) -> None:
 
 
 def test_sample_covers_every_family(sample: dict[str, list[str]]) -> None:
-    assert set(sample) == set(FAMILIES)
-    for texts in sample.values():
-        assert len(texts) >= 48
+    """The natural families (48 chunks each); the others are test_estimator_unrecognised's."""
+    assert set(FAMILIES) <= set(sample)
+    for family, texts in sample.items():
+        assert len(texts) >= (48 if family in FAMILIES else 24)
         assert all(100 <= len(t) <= 4000 for t in texts)
-    assert SAMPLE.stat().st_size < 300_000
+    assert SAMPLE.stat().st_size < 500_000
 
 
 @pytest.mark.parametrize("family", FAMILIES)

@@ -39,6 +39,7 @@ ENCODINGS = ("cl100k_base", "o200k_base")
 DOCS = ROOT / "docs" / "estimator.md"
 SAMPLE = ROOT / "tests" / "core" / "data" / "estimator_sample.json.gz"
 SAMPLE_PER_FAMILY = 48
+SAMPLE_PER_UNFITTED = 24  # the families nothing is fitted on (they only test safety)
 
 
 def _tiktoken_offline() -> None:
@@ -83,7 +84,8 @@ def write_tables(
         weights = dict(data.weights)
     pairs = fit.rare_pairs(chunks)
     blocks = {name: fit.block_costs(enc) for name, enc in encs.items()}
-    fit.write_data(words, vocab, weights, pairs, blocks)  # type: ignore[arg-type]
+    spelled = {name: fit.spelled_chars(enc) for name, enc in encs.items()}
+    fit.write_data(words, vocab, weights, pairs, blocks, spelled)  # type: ignore[arg-type]
     _estimate_data.load.cache_clear()
     importlib.reload(importlib.import_module("ragbudget._estimate_text"))
     importlib.reload(importlib.import_module("ragbudget._estimate_floor"))
@@ -95,7 +97,8 @@ def write_sample(test: list[corpus.Chunk]) -> None:
     rows = []
     for family in (*corpus.FAMILIES, *families.FAMILIES):
         pool = [c for c in test if c.family == family]
-        for c in rng.sample(pool, min(SAMPLE_PER_FAMILY, len(pool))):
+        size = SAMPLE_PER_FAMILY if family in corpus.FAMILIES else SAMPLE_PER_UNFITTED
+        for c in rng.sample(pool, min(size, len(pool))):
             rows.append({"family": c.family, "source": c.source, "text": c.text})
     SAMPLE.parent.mkdir(parents=True, exist_ok=True)
     data = json.dumps(rows, ensure_ascii=False, indent=1).encode()

@@ -205,12 +205,44 @@ def block_costs(encoding: Any) -> dict[str, int]:
     return runs
 
 
+def spelled_chars(encoding: Any) -> str:
+    """The characters that are single tokens of `encoding` in blocks of 128 code points of the
+    Indic, South-East Asian and other alphabetic scripts (U+0900-1DFF) where it holds 8 such
+    characters or more and no token of several (Odia in o200k: 38 and 0; Devanagari in o200k:
+    138 and 3,805): words of such a script cost about a token per character, whatever the
+    word. (Han and Hangul tokens span blocks, Latin and Greek are left to other features.)"""
+    single: dict[int, set[str]] = {}
+    multi: Counter[int] = Counter()
+    for token in range(encoding.n_vocab):
+        try:
+            text = encoding.decode_single_token_bytes(token).decode("utf-8").strip()
+        except (KeyError, UnicodeDecodeError):
+            continue
+        blocks = {ord(c) >> 7 for c in text}
+        if not text or text.isascii() or len(blocks) != 1:
+            continue
+        block = blocks.pop()
+        if len(text) == 1:
+            single.setdefault(block, set()).add(text)
+        else:
+            multi[block] += 1
+    return "".join(
+        sorted(
+            c
+            for block, chars in single.items()
+            if 0x900 <= block << 7 < 0x1E00 and len(chars) >= 8 and not multi[block]
+            for c in chars
+        )
+    )
+
+
 def write_data(
     words: list[str],
     vocab: dict[str, tuple[list[int], str]],
     weights: dict[str, Sequence[float]],
     pairs: str,
     blocks: dict[str, dict[str, int]],
+    spelled: dict[str, str],
     path: Path = DATA_FILE,
 ) -> None:
     """Write the package data file that `ragbudget._estimate_data.load` reads."""
@@ -222,5 +254,6 @@ def write_data(
         "single": {t: single for t, (_, single) in vocab.items()},
         "rare_pairs": pairs,
         "char_costs": blocks,
+        "spelled": spelled,
     }
     path.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")

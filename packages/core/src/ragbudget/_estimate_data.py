@@ -35,6 +35,9 @@ class EstimateData:
     char_costs: dict[str, dict[str, int]]
     """encoding -> what characters that no token holds alone cost, by UTF-8 block (64 code
     points sharing all but their last byte), as runs: first character of a run -> its cost."""
+    spelled: dict[str, str]
+    """encoding -> single-token characters of scripts it spells a character at a time (it
+    holds next to no tokens of several of their characters)."""
 
 
 @functools.cache
@@ -49,4 +52,5 @@ def load() -> EstimateData:
         single=raw["single"],
         rare_pairs=raw["rare_pairs"],
         char_costs=raw["char_costs"],
+        spelled=raw.get("spelled", {}),
     )

@@ -12,7 +12,9 @@ estimate never returns less:
   letter followed by a capital (a case change splits a word in o200k and mostly in cl100k);
 - an unknown word of 6 letters or more that does not look like a word (a rare pair in one
   position of five, fewer than 30% vowels, or, from 12 letters, 3 times as many letters as
-  distinct ones, as in `ACGTTGCA`) costs 0.55 tokens per letter, what random letters cost;
+  distinct ones, as in `ACGTTGCA`) costs 1 plus 0.55 tokens per letter after the first, what
+  random letters cost; so do the shorter unknown words of a text when, taken together, a
+  rare pair holds one position of five;
 - digits cost a token per group of up to 3 in each run (how numbers are split);
 - a run of ASCII symbols or control characters costs a token (a lone symbol only when no
   letter follows: `, ` or `1:2`, not `.name`), or 0.66 tokens per symbol when it holds 3
@@ -20,8 +22,10 @@ estimate never returns less:
 - a line break costs a token (runs of blank lines one in all);
 - a non-ASCII character no token holds alone, in words the vocabulary lacks, costs what its
   block costs in the encoding (3 for Cherokee, 4 for Shavian), at least 1; for the default
-  target the larger of both encodings' sums; each such word a token more, and each Latin-1,
-  Latin Extended, IPA or combining character in it a token more;
+  target the larger of both encodings' sums; so does a character of a script the encoding
+  spells a character at a time (holding its letters but next to none of its words: Odia in
+  o200k); each such word a token more, and each Latin-1, Latin Extended, IPA or combining
+  character in it a token more;
 - and in any case a token per 8 letters, digits or non-ASCII characters (whitespace and
   punctuation left out, as rule lines and indentation make long tokens), and at least 1.
 
@@ -37,7 +41,7 @@ import re
 from collections.abc import Sequence
 from itertools import repeat
 
-from ragbudget._estimate_text import _CLASSES, _CONTINUATION, _WORD_TABLE, Vocabulary, _rare
+from ragbudget._estimate_text import _CLASSES, _CONTINUATION, _WORD_TABLE, Vocabulary
 
 __all__ = ["floor_tokens", "forced_tokens", "solid_floor"]
 
@@ -83,7 +87,7 @@ def _word_price(word: bytes, pairs: re.Pattern[bytes]) -> int:
         or size - len(word.translate(None, _VOWELS)) < _VOWEL_SHARE * size
         or (size >= _FEW_LETTERS[0] and len(set(lower)) * _FEW_LETTERS[1] <= size)
     ):
-        return math.ceil(size * _PER_LETTER) + changes // 2
+        return 1 + math.ceil((size - 1) * _PER_LETTER) + changes // 2
     return 1 + rare + changes
 
 
@@ -96,12 +100,17 @@ def _other_cost(other: list[bytes], vocab: Vocabulary) -> int:
         return 0
     wide = b"".join(other).translate(None, _ASCII_BYTES)
     latin = wide.translate(_CLASSES, _CONTINUATION)
+    chars = wide.decode("utf-8", "surrogatepass")
     best = 0
-    for singles, costs in zip(vocab.floor_singles, vocab.floor_costs, strict=True):
-        residue = _rare(wide, singles)
+    for singles, costs, spelled in zip(
+        vocab.floor_singles, vocab.floor_costs, vocab.floor_spelled, strict=True
+    ):
+        cost = len(spelled.findall(chars))
+        residue = singles.sub("", chars)
         if residue:
             prefixes = _PREFIX.findall(residue.encode("utf-8", "surrogatepass"))
-            best = max(best, sum(map(costs.get, prefixes, repeat(1))))
+            cost += sum(map(costs.get, prefixes, repeat(1)))
+        best = max(best, cost)
     return len(other) + best + sum(map(latin.count, _LATIN))
 
 
@@ -118,8 +127,11 @@ def forced_tokens(
     short = [w for w in unknown if len(w) < _LONG]
     if short:
         joined = b" ".join(short)
-        total += len(short) + len(vocab.rare_pairs.findall(joined.lower()))
-        total += len(_CASE_CHANGE.findall(joined))
+        pairs = len(joined) + 1 - 2 * len(short)  # letter pairs within the words
+        rare = len(vocab.rare_pairs.findall(joined.lower()))
+        if rare * _RARE_SHARE >= pairs:  # mostly not words: priced as random letters
+            rare = math.ceil(pairs * _PER_LETTER)
+        total += len(short) + rare + len(_CASE_CHANGE.findall(joined))
     if len(short) < len(unknown):
         pairs = vocab.rare_pairs
         total += sum(_word_price(w, pairs) for w in unknown if len(w) >= _LONG)

@@ -172,6 +172,11 @@ def _singles_pattern(single: str) -> re.Pattern[str]:
     return re.compile(f"[{''.join(map(re.escape, sorted(single)))}]+")
 
 
+def _chars_pattern(chars: str) -> re.Pattern[str]:
+    """Any one of `chars`."""
+    return re.compile(f"[{''.join(map(re.escape, sorted(chars)))}]" if chars else "(?!)")
+
+
 def _rare(wide: bytes, singles: re.Pattern[str]) -> str:
     """The characters of `wide` (UTF-8 without ASCII bytes) that no token holds alone."""
     return singles.sub("", wide.decode("utf-8", "surrogatepass"))
@@ -212,6 +217,8 @@ class Vocabulary:
     floor_costs: tuple[dict[bytes, int], ...] = ()
     """Aligned with `floor_singles`: block prefix -> cost of its rare characters."""
     rare_pairs: re.Pattern[bytes] = re.compile(b"(?!)")
+    floor_spelled: tuple[re.Pattern[str], ...] = ()
+    """Aligned with `floor_singles`: the characters of scripts spelled a character at a time."""
 
     @classmethod
     def build(
@@ -223,15 +230,20 @@ class Vocabulary:
         *,
         floor_costs: Iterable[dict[str, int]] = (),
         rare_pairs: str = "",
+        floor_spelled: Iterable[str] = (),
     ) -> Vocabulary:
         """`single`: the non-ASCII characters that are single tokens (for the rare-character
         features); `floor_singles`: the same per encoding for the floor (default: `single`);
         `floor_costs`: per encoding, the expensive blocks (`EstimateData.char_costs`);
-        `rare_pairs`: `EstimateData.rare_pairs`."""
+        `rare_pairs`: `EstimateData.rare_pairs`; `floor_spelled`: `EstimateData.spelled`."""
         table = {w.encode(): n for w, n in zip(words, tokens, strict=True)}
         floors = tuple(map(_singles_pattern, floor_singles or (single,)))
         costs = tuple(map(_block_costs, floor_costs)) or tuple({} for _ in floors)
-        return cls(table, _singles_pattern(single), floors, costs, _pairs_pattern(rare_pairs))
+        spelled = tuple(_chars_pattern(c) for c in floor_spelled) or tuple(
+            _chars_pattern("") for _ in floors
+        )
+        pairs = _pairs_pattern(rare_pairs)
+        return cls(table, _singles_pattern(single), floors, costs, pairs, spelled)
 
 
 @functools.cache
@@ -247,6 +259,7 @@ def vocabulary(target: str) -> Vocabulary:
         [data.single[t] for t in covered],
         floor_costs=[data.char_costs[t] for t in covered],
         rare_pairs=data.rare_pairs,
+        floor_spelled=[data.spelled.get(t, "") for t in covered],
     )
 
 
