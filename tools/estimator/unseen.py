@@ -81,7 +81,8 @@ def table() -> str:
     return (
         "Chunks of gettext catalogues in languages absent from the calibration corpus, measured "
         "by `python tools/estimator/unseen.py`. Each cell: median |error| / "
-        "99th-percentile under-count (bold where either exceeds 10%).\n\n" + "\n".join(rows)
+        "99th-percentile under-count / worst under-count (bold where the median or the 99th "
+        "percentile exceeds 10% or the worst 25%).\n\n" + "\n".join(rows)
     )
 
 

@@ -10,11 +10,11 @@ estimate never returns less:
 - an unknown ASCII word costs 1, plus 1 per rare letter pair in it (pairs outside those that
   make up 99% of the corpus's letter pairs: `ab` is common, `qz` is rare) and per lowercase
   letter followed by a capital (a case change splits a word in o200k and mostly in cl100k);
-- an unknown word of 6 letters or more that does not look like a word (a rare pair in one
-  position of five, fewer than 30% vowels, or, from 12 letters, 3 times as many letters as
-  distinct ones, as in `ACGTTGCA`) costs 1 plus 0.55 tokens per letter after the first, what
-  random letters cost; so do the shorter unknown words of a text when, taken together, a
-  rare pair holds one position of five;
+- an unknown word of 12 letters or more that does not look like a word (a rare pair in one
+  position of five, fewer than 30% vowels, or 3 times as many letters as distinct ones, as in
+  `ACGTTGCA`) costs 1 plus 0.55 tokens per letter after the first, what random letters cost;
+  so do the shorter unknown words of a text when, taken together, they do not look like
+  words (the same rare pair and vowel shares);
 - digits cost a token per group of up to 3 in each run (how numbers are split);
 - a run of ASCII symbols or control characters costs a token (a lone symbol only when no
   letter follows: `, ` or `1:2`, not `.name`), or 0.66 tokens per symbol when it holds 3
@@ -49,10 +49,10 @@ _CHARS_PER_TOKEN_FLOOR = 8
 _SPACING = b" \n\t-_."  # classes of ASCII whitespace, controls and punctuation
 _ASCII_BYTES = bytes(range(0x80))
 _VOWELS = b"aeiouAEIOU"
-_LONG = 6  # unknown words this long or longer are tested for looking like words
+_LONG = 12  # unknown words this long or longer are tested one by one for looking like words
 _RARE_SHARE = 5  # a rare pair in one position of 5 or more: not a word
 _VOWEL_SHARE = 0.3  # fewer vowels than this share of the letters: not a word
-_FEW_LETTERS = 12, 3  # from 12 letters, 3 times as many letters as distinct ones: a sequence
+_FEW_LETTERS = 3  # 3 times as many letters as distinct ones: a sequence
 _PER_LETTER = 0.55  # tokens per letter of random letters (cl100k: 1.85 letters per token)
 _PER_SYMBOL = 0.66  # tokens per symbol of symbol soup (cl100k: 1.55 symbols per token)
 _CASE_CHANGE = re.compile(rb"[a-z](?=[A-Z])")
@@ -85,7 +85,7 @@ def _word_price(word: bytes, pairs: re.Pattern[bytes]) -> int:
     if (
         rare * _RARE_SHARE >= size - 1
         or size - len(word.translate(None, _VOWELS)) < _VOWEL_SHARE * size
-        or (size >= _FEW_LETTERS[0] and len(set(lower)) * _FEW_LETTERS[1] <= size)
+        or len(set(lower)) * _FEW_LETTERS <= size
     ):
         return 1 + math.ceil((size - 1) * _PER_LETTER) + changes // 2
     return 1 + rare + changes
@@ -128,8 +128,10 @@ def forced_tokens(
     if short:
         joined = b" ".join(short)
         pairs = len(joined) + 1 - 2 * len(short)  # letter pairs within the words
+        letters = pairs + len(short)
         rare = len(vocab.rare_pairs.findall(joined.lower()))
-        if rare * _RARE_SHARE >= pairs:  # mostly not words: priced as random letters
+        vowels = letters + len(short) - 1 - len(joined.translate(None, _VOWELS))
+        if rare * _RARE_SHARE >= pairs or vowels < _VOWEL_SHARE * letters:  # not words
             rare = math.ceil(pairs * _PER_LETTER)
         total += len(short) + rare + len(_CASE_CHANGE.findall(joined))
     if len(short) < len(unknown):
