@@ -135,8 +135,8 @@ def forced_tokens(
             rare = math.ceil(pairs * _PER_LETTER)
         total += len(short) + rare + len(_CASE_CHANGE.findall(joined))
     if len(short) < len(unknown):
-        pairs = vocab.rare_pairs
-        total += sum(_word_price(w, pairs) for w in unknown if len(w) >= _LONG)
+        rare_pairs = vocab.rare_pairs
+        total += sum(_word_price(w, rare_pairs) for w in unknown if len(w) >= _LONG)
     numbers = data.translate(_DIGITS).split()
     if numbers:
         total += len(_DIGIT_PIECES.findall(b" ".join(numbers)))

@@ -90,7 +90,7 @@ class EstimateCounter:
     error is at most 10% per family against the encoding a target is calibrated to. Text the
     model does not recognise (DNA, base64, keys, digests, symbol soup, rare scripts such as
     Cherokee or Odia) is counted piece by piece as the tokenizers split it: on 15 such families
-    no chunk of 200 characters or more is under-counted by more than 11%. Arabic, Hebrew, Indic,
+    no chunk of 200 characters or more is under-counted by more than 14%. Arabic, Hebrew, Indic,
     Thai and other scripts against o200k come close (9.8% median, 10.9% p99 under-count).
     docs/estimator.md has the tables. Standard library only.
 
