@@ -31,5 +31,5 @@ bench: bootstrap
 	$(RUN) python benchmarks/run_all.py
 
 bench-estimator: bootstrap
-	$(RUN) python benchmarks/estimator/calibrate.py
-	$(RUN) python benchmarks/estimator/unseen.py
+	$(RUN) python tools/estimator/calibrate.py
+	$(RUN) python tools/estimator/unseen.py

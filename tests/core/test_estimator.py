@@ -1,7 +1,7 @@
 """The default token estimate: its accuracy bounds on real text, and properties for any string.
 
 `data/estimator_sample.json.gz` holds held-out chunks of real text (48 per family, drawn by
-`benchmarks/estimator/calibrate.py --sample` from the split the fit never saw); the true counts
+`tools/estimator/calibrate.py --sample` from the split the fit never saw); the true counts
 come from tiktoken at test time (offline, see tests/conftest.py).
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from ragbudget import _estimate, _estimate_data, get_counter
+from ragbudget import _estimate, get_counter
 from ragbudget._estimate import (
     DEFAULT_TARGET,
     TARGETS,
@@ -26,6 +26,7 @@ from ragbudget._estimate import (
     floor_tokens,
     vocabulary,
 )
+from ragbudget._estimate_data import load
 from ragbudget.counters import EstimateCounter, TokenCounter
 
 SAMPLE = Path(__file__).parent / "data" / "estimator_sample.json.gz"
@@ -84,11 +85,12 @@ def _assert_median_within(errors: list[float]) -> None:
 
 
 def test_sample_covers_every_family(sample: dict[str, list[str]]) -> None:
-    assert set(sample) == set(FAMILIES)
-    for texts in sample.values():
-        assert len(texts) >= 48
+    """The natural families (48 chunks each); the others are test_estimator_unrecognised's."""
+    assert set(FAMILIES) <= set(sample)
+    for family, texts in sample.items():
+        assert len(texts) >= (48 if family in FAMILIES else 24)
         assert all(100 <= len(t) <= 4000 for t in texts)
-    assert SAMPLE.stat().st_size < 300_000
+    assert SAMPLE.stat().st_size < 500_000
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -206,10 +208,14 @@ def test_within_a_small_factor_of_tiktoken_on_any_text(text: str, encoding: str)
 def test_floor_counts_what_pre_splitting_forces() -> None:
     text = "\x81\x9f" * 50  # C1 control characters: no token holds one alone
     for target in (DEFAULT_TARGET, *TARGETS):
-        assert floor_tokens(text, vocabulary(target)) == 100
+        assert floor_tokens(text, vocabulary(target)) >= 100
         assert estimate_tokens(text, target) >= 100
-    # a token per ASCII word and per 3 digits; common non-ASCII characters add nothing
-    assert floor_tokens("naïve café, 東京 abc 1234567", vocabulary("o200k_base")) == 1 + 3
+    # known words cost their token counts, digits a token per group of 3 in each run, a comma
+    # before a space a token; common non-ASCII characters nothing more
+    vocab = vocabulary("o200k_base")
+    known = sum(vocab.words[w.encode()] for w in ("für", "the", "abc"))
+    assert floor_tokens("für, the abc 1234567", vocab) == known + 1 + 3
+    assert floor_tokens("abc 1 2 3", vocab) == vocab.words[b"abc"] + 3
 
 
 @pytest.mark.parametrize("target", [DEFAULT_TARGET, *TARGETS])
@@ -218,7 +224,8 @@ def test_no_character_class_lowers_the_estimate(target: str) -> None:
     weight and its class weight: that sum may not be negative (a class seen in few calibration
     chunks, or covered entirely by script blocks, once came out at -5 and -22 tokens per
     character, so IPA text or Hangul Jamo sank the estimate)."""
-    weights = dict(zip(_estimate_data.FEATURE_NAMES, _estimate_data.WEIGHTS[target], strict=True))
+    data = load()
+    weights = dict(zip(data.feature_names, data.weights[target], strict=True))
     table = _estimate._CLASSES
     for lead in range(0xC2, 0xF5):
         size = 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
@@ -231,10 +238,10 @@ def test_no_character_class_lowers_the_estimate(target: str) -> None:
 
 def _feature_model(text: str, target: str) -> tuple[float, int]:
     """The documented model: ceil(features . weights), clamped to [floor_tokens, UTF-8
-    length]."""
+    length] (`floor_tokens` counts unrecognised text: see test_estimator_unrecognised.py)."""
     vocab = vocabulary(target)
     row = features(text, vocab)
-    raw = math.fsum(map(mul, row, _estimate_data.WEIGHTS[target]))
+    raw = math.fsum(map(mul, row, load().weights[target]))
     return raw, min(max(math.ceil(raw), floor_tokens(text, vocab)), row[0])
 
 

@@ -1,4 +1,4 @@
-"""Fit the estimator on the `fit` split and write `ragbudget/_estimate_data.py`.
+"""Fit the estimator on the `fit` split and write `ragbudget/_estimate_data.json`.
 
 1. Vocabulary: the VOCAB_WORDS most frequent words of the fit split (seen MIN_COUNT times or
    more, at most MAX_WORD_TOKENS tokens), each with its token count after a space in every
@@ -14,8 +14,9 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import json
+import re
+import string
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,13 +26,14 @@ import numpy as np
 from corpus import FAMILIES, Chunk
 from ragbudget import _estimate
 
-DATA_MODULE = Path(_estimate.__file__).with_name("_estimate_data.py")
+DATA_FILE = Path(_estimate.__file__).with_name("_estimate_data.json")
 VOCAB_WORDS = 32000
 MIN_COUNT = 3
 MAX_WORD_TOKENS = 6
 ALPHA = 64.0
 MARGIN = 0.085
 ITERATIONS = 12
+RARE_COVER = 0.99
 
 
 def _words(text: str) -> list[bytes]:
@@ -163,70 +165,95 @@ def fit_weights(x: np.ndarray, y: np.ndarray, families: np.ndarray, fit: np.ndar
     return coef * scale
 
 
-def _wrap_string(value: str, indent: int, *, by_words: bool, width: int = 36) -> str:
-    """A long string literal as implicitly concatenated lines of at most ~90 characters."""
-    pad = " " * (indent + 4)
-    pieces: list[str] = []
-    if by_words:
-        line = ""
-        for word in value.split(" "):
-            # UTF-8 length: wide (CJK) characters count double in the linter's line length
-            if line and len((line + word).encode()) > 80:
-                pieces.append(line)
-                line = ""
-            line += word + " "
-        pieces.append(line.rstrip())
-    else:
-        pieces = [value[i : i + width] for i in range(0, len(value), width)]
-    return "(\n" + "".join(f"{pad}{piece!r}\n" for piece in pieces) + " " * indent + ")"
+def rare_pairs(chunks: Sequence[Chunk]) -> str:
+    """The lowercase letter pairs outside the most frequent ones that make up RARE_COVER of the
+    pairs in the fit split's ASCII letter runs: what natural words rarely hold (random letters,
+    digests and keys are full of them)."""
+    freq: Counter[bytes] = Counter()
+    for chunk in chunks:
+        if chunk.split == "fit":
+            for run in re.findall(rb"[a-z]+", chunk.text.encode("utf-8", "replace").lower()):
+                freq.update(run[i : i + 2] for i in range(len(run) - 1))
+    total, covered, common = sum(freq.values()), 0, set()
+    for pair, count in freq.most_common():
+        if covered >= RARE_COVER * total:
+            break
+        common.add(pair)
+        covered += count
+    letters = string.ascii_lowercase
+    return " ".join(a + b for a in letters for b in letters if (a + b).encode() not in common)
 
 
-def write_data_module(
+def block_costs(encoding: Any) -> dict[str, int]:
+    """What the characters that are not single tokens cost `encoding` (the median of each UTF-8
+    block: characters sharing all but their last byte), as runs: the first character of every
+    run of consecutive blocks with one cost -> that cost. Unassigned code points count too
+    (arbitrary text holds them)."""
+    runs: dict[str, int] = {}
+    last = 0
+    for start in range(0x80, 0x110000, 64):
+        if 0xD800 <= start < 0xE000:
+            continue
+        found = sorted(
+            n
+            for code in range(start, start + 64)
+            if (n := len(encoding.encode_ordinary(chr(code)))) > 1
+        )
+        cost = found[len(found) // 2] if found else last
+        if cost != last:
+            runs[chr(start)] = last = cost
+    return runs
+
+
+def spelled_chars(encoding: Any) -> str:
+    """The characters that are single tokens of `encoding` in blocks of 128 code points of the
+    Indic, South-East Asian and other alphabetic scripts (U+0900-1DFF) where it holds 8 such
+    characters or more and no token of several (Odia in o200k: 38 and 0; Devanagari in o200k:
+    138 and 3,805): words of such a script cost about a token per character, whatever the
+    word. (Han and Hangul tokens span blocks, Latin and Greek are left to other features.)"""
+    single: dict[int, set[str]] = {}
+    multi: Counter[int] = Counter()
+    for token in range(encoding.n_vocab):
+        try:
+            text = encoding.decode_single_token_bytes(token).decode("utf-8").strip()
+        except (KeyError, UnicodeDecodeError):
+            continue
+        blocks = {ord(c) >> 7 for c in text}
+        if not text or text.isascii() or len(blocks) != 1:
+            continue
+        block = blocks.pop()
+        if len(text) == 1:
+            single.setdefault(block, set()).add(text)
+        else:
+            multi[block] += 1
+    return "".join(
+        sorted(
+            c
+            for block, chars in single.items()
+            if 0x900 <= block << 7 < 0x1E00 and len(chars) >= 8 and not multi[block]
+            for c in chars
+        )
+    )
+
+
+def write_data(
     words: list[str],
     vocab: dict[str, tuple[list[int], str]],
-    weights: dict[str, np.ndarray],
-    path: Path = DATA_MODULE,
+    weights: dict[str, Sequence[float]],
+    pairs: str,
+    blocks: dict[str, dict[str, int]],
+    spelled: dict[str, str],
+    path: Path = DATA_FILE,
 ) -> None:
-    lines = [
-        '"""Calibrated data of the token estimate (`ragbudget._estimate`).',
-        "",
-        "Generated by `python benchmarks/estimator/calibrate.py --fit`; do not edit by hand.",
-        '"""',
-        "",
-        "FEATURE_NAMES: tuple[str, ...] = (",
-        *(f"    {name!r}," for name in _estimate.FEATURE_NAMES),
-        ")",
-        "",
-        "WEIGHTS: dict[str, tuple[float, ...]] = {",
-    ]
-    for target, coef in weights.items():
-        lines.append(f"    {target!r}: (")
-        lines += [
-            f"        {float(f'{v:.6g}')!r},  # {n!r}"
-            for v, n in zip(coef, _estimate.FEATURE_NAMES, strict=True)
-        ]
-        lines.append("    ),")
-    lines += [
-        "}",
-        "",
-        "# The most frequent words of the calibration corpus, separated by single spaces.",
-        f"WORDS = {_wrap_string(' '.join(words), 0, by_words=True)}",
-        "",
-        "# Per encoding: each word's token count after a space, one digit per word.",
-        "TOKENS: dict[str, str] = {",
-    ]
-    for target in _estimate.TARGETS:
-        digits = "".join(map(str, vocab[target][0]))
-        lines.append(f"    {target!r}: {_wrap_string(digits, 4, by_words=False, width=80)},")
-    lines += [
-        "}",
-        "",
-        "# Per target: the non-ASCII characters that are single tokens.",
-        "SINGLE: dict[str, str] = {",
-    ]
-    for target, (_, single) in vocab.items():
-        lines.append(f"    {target!r}: {_wrap_string(single, 4, by_words=False)},")
-    lines += ["}", ""]
-    path.write_text("\n".join(lines), encoding="utf-8")
-    # the repr()s above are single-quoted: let the house formatter settle the quoting
-    subprocess.run([sys.executable, "-m", "ruff", "format", "--quiet", str(path)], check=True)
+    """Write the package data file that `ragbudget._estimate_data.load` reads."""
+    data = {
+        "feature_names": list(_estimate.FEATURE_NAMES),
+        "weights": {t: [float(f"{v:.6g}") for v in coef] for t, coef in weights.items()},
+        "words": " ".join(words),
+        "tokens": {t: "".join(map(str, vocab[t][0])) for t in _estimate.TARGETS},
+        "single": {t: single for t, (_, single) in vocab.items()},
+        "rare_pairs": pairs,
+        "char_costs": blocks,
+        "spelled": spelled,
+    }
+    path.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")

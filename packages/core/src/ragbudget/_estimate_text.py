@@ -1,0 +1,330 @@
+"""Character classes, class n-grams, script blocks and the vocabulary of the token estimate.
+
+The text-side half of `ragbudget._estimate`: what each byte of UTF-8 text is (a class byte per
+character, by ASCII class or by the script its UTF-8 lead byte starts), which class n-grams and
+script blocks are counted, the vocabulary of frequent words with their token counts, and
+`features`, the vector the weights multiply (used by the fitting tools and the tests; the
+estimate itself folds the same sum without building it).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from itertools import filterfalse, pairwise
+
+from ragbudget._estimate_data import load
+
+TARGETS = ("cl100k_base", "o200k_base")
+"""Encodings the estimate can be calibrated to, besides the default."""
+
+DEFAULT_TARGET = "max"
+"""The default target: the larger of the counts of every encoding in `TARGETS`."""
+
+
+def _class_table() -> bytes:
+    table = bytearray(256)
+    for byte in range(256):
+        char = chr(byte)
+        if byte < 0x80:
+            if "a" <= char <= "z":
+                cls = "a"
+            elif "A" <= char <= "Z":
+                cls = "A"
+            elif "0" <= char <= "9":
+                cls = "0"
+            elif char in " \n_":
+                cls = char
+            elif char == "\r":
+                cls = "\n"
+            elif char in "-=*#~":
+                cls = "-"
+            elif char.isprintable():
+                cls = "."
+            else:
+                cls = "\t"
+        # UTF-8 lead bytes name the script block of the character they start.
+        elif byte < 0xC2:
+            cls = "?"  # continuation byte (deleted) or invalid lead
+        elif byte == 0xC2:
+            cls = "S"  # U+0080-00BF: nbsp, symbols
+        elif byte == 0xC3:
+            cls = "l"  # Latin-1 letters
+        elif byte <= 0xC9:
+            cls = "L"  # Latin Extended-A/B
+        elif byte <= 0xCD:
+            cls = "m"  # IPA, modifiers, combining marks
+        elif byte <= 0xCF:
+            cls = "g"  # Greek
+        elif byte <= 0xD4:
+            cls = "c"  # Cyrillic
+        elif byte <= 0xD6:
+            cls = "y"  # Armenian (and Hebrew points)
+        elif byte == 0xD7:
+            cls = "b"  # Hebrew letters
+        elif byte <= 0xDF:
+            cls = "r"  # Arabic, Syriac, Thaana, NKo
+        elif byte == 0xE0:
+            cls = "i"  # Indic, Thai, Lao, Tibetan
+        elif byte == 0xE1:
+            cls = "x"  # Georgian, Hangul Jamo, Khmer, Vietnamese, Greek Extended...
+        elif byte == 0xE2:
+            cls = "s"  # general punctuation, symbols, arrows, dingbats
+        elif byte == 0xE3:
+            cls = "j"  # CJK punctuation, kana
+        elif byte <= 0xE9:
+            cls = "h"  # Han
+        elif byte <= 0xED:
+            cls = "k"  # Hangul syllables (and Yi, surrogates)
+        elif byte == 0xEE:
+            cls = "p"  # private use
+        elif byte == 0xEF:
+            cls = "f"  # fullwidth forms, variation selectors, CJK compatibility
+        else:
+            cls = "e"  # outside the BMP: emoji, rare Han, math letters
+        table[byte] = ord(cls)
+    return bytes(table)
+
+
+_CLASSES = _class_table()
+_CONTINUATION = bytes(range(0x80, 0xC0))
+_WORD_TABLE = bytes(byte if byte >= 0x80 or chr(byte).isalpha() else 0x20 for byte in range(256))
+
+
+def _pattern(spec: str) -> bytes:
+    return spec.replace("~s", " ").replace("~n", "\n").replace("~t", "\t").encode()
+
+
+# Class n-grams (`~s` space, `~n` newline, `~t` tab or control); `~s~s~s~s` counts the sum of
+# floor(len / 4) over runs of spaces. Few, because every count is one pass.
+ASCII_PATTERNS: tuple[bytes, ...] = tuple(
+    map(
+        _pattern,
+        (
+            *("A", "0", "_", "-", ".", "00", "000", "..", "--"),
+            *("~s~s~s~s", "~s~s~s~s~s~s~s~s", "~s0", "~s.", "~n", "~n~n", "~n~s", ".~n", "~t"),
+        ),
+    )
+)
+"""Class n-grams counted in every text."""
+
+# Grouped by the class they need: a group is counted only when its class occurs at all.
+OTHER_GROUPS: tuple[tuple[bytes, tuple[bytes, ...]], ...] = tuple(
+    (group[0].encode(), tuple(map(_pattern, group)))
+    for group in (("c", "c."), *((cls,) for cls in "glLeSmybrixsjhkpf"))
+)
+"""Class n-grams that only occur in text with non-ASCII characters."""
+
+OTHER_PATTERNS: tuple[bytes, ...] = tuple(p for _, group in OTHER_GROUPS for p in group)
+
+
+def _blocks(lead: int, spec: str) -> tuple[tuple[str, tuple[bytes, ...]], ...]:
+    """Script blocks within one UTF-8 lead byte, by the second byte's range (`name:lo-hi`)."""
+    out = []
+    for item in spec.split():
+        name, _, span = item.partition(":")
+        low, _, high = span.partition("-")
+        seconds = range(int(low, 16), int(high or low, 16) + 1)
+        out.append((name, tuple(bytes((lead, second)) for second in seconds)))
+    return tuple(out)
+
+
+SCRIPT_BLOCKS: tuple[tuple[bytes, tuple[tuple[str, tuple[bytes, ...]], ...]], ...] = (
+    (
+        b"i",
+        _blocks(
+            0xE0,
+            "deva:a4-a5 beng:a6-a7 guru:a8-a9 gujr:aa-ab orya:ac-ad taml:ae-af telu:b0-b1 "
+            "knda:b2-b3 mlym:b4-b5 sinh:b6-b7 thai:b8-b9 laoo:ba-bb tibt:bc-bf",
+        ),
+    ),
+    (b"x", _blocks(0xE1, "mymr:80-81 geor:82-83 ethi:88-8d khmr:9e-9f latx:b8-bb grex:bc-bf")),
+)
+"""Characters per script block (UTF-8 lead and second byte), where one lead byte spans scripts
+that byte-pair tokenizers treat very differently (Georgian and Ethiopic, Tamil and Hindi)."""
+SCRIPT_NAMES: tuple[str, ...] = tuple(name for _, blocks in SCRIPT_BLOCKS for name, _ in blocks)
+
+_ZEROS = (0,) * len(OTHER_PATTERNS)
+_OTHER_SINGLES = tuple(cls for cls, _ in OTHER_GROUPS)
+_ASCII_CLASSES = bytes(set(_CLASSES[:0x80]))
+_ASCII_BYTES = bytes(range(0x80))
+_CJK_CLASSES = (b"j", b"h", b"k")
+LENGTH_BINS = 24
+"""Unknown ASCII words are counted by length: 1..LENGTH_BINS, and longer."""
+OTHER_LENGTH_BINS = 32
+"""Unknown words with non-ASCII letters are counted by UTF-8 length: 1..32, and longer."""
+_OTHER_ZEROS = (0,) * (OTHER_LENGTH_BINS + 2)
+_SCRIPT_ZEROS = (0,) * len(SCRIPT_NAMES)
+
+
+_CJK = re.compile("[\u3000-\u9fff\uac00-\ud7af]")
+"""Kana, CJK punctuation, Han and Hangul syllables."""
+
+
+@functools.cache
+def _singles_pattern(single: str) -> re.Pattern[str]:
+    """Runs of non-ASCII characters that ARE single tokens (deleted, they leave the rare)."""
+    if not single:
+        return re.compile("(?!)")
+    return re.compile(f"[{''.join(map(re.escape, sorted(single)))}]+")
+
+
+def _chars_pattern(chars: str) -> re.Pattern[str]:
+    """Any one of `chars`."""
+    return re.compile(f"[{''.join(map(re.escape, sorted(chars)))}]" if chars else "(?!)")
+
+
+def _rare(wide: bytes, singles: re.Pattern[str]) -> str:
+    """The characters of `wide` (UTF-8 without ASCII bytes) that no token holds alone."""
+    return singles.sub("", wide.decode("utf-8", "surrogatepass"))
+
+
+def _pairs_pattern(pairs: str) -> re.Pattern[bytes]:
+    """Where a rare letter pair starts (lowercase text): one alternative per first letter."""
+    follow: dict[str, str] = {}
+    for pair in pairs.split():
+        follow[pair[0]] = follow.get(pair[0], "") + pair[1]
+    alternatives = [f"{a}(?=[{b}])" for a, b in sorted(follow.items())]
+    return re.compile("|".join(alternatives or ["(?!)"]).encode())
+
+
+def _block_costs(runs: dict[str, int]) -> dict[bytes, int]:
+    """UTF-8 block prefix (all bytes but the last: 64 code points) -> what its characters that
+    are not single tokens cost, from runs of blocks (`EstimateData.char_costs`)."""
+    starts = [*sorted(map(ord, runs)), 0x110000]
+    out: dict[bytes, int] = {}
+    for start, end in pairwise(starts):
+        cost = runs[chr(start)]
+        for code in range(start, end, 64):
+            if not 0xD800 <= code < 0xE000:
+                out[chr(code).encode()[:-1]] = cost
+    return out
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """What one target knows: frequent words with their token counts (after a space), the
+    non-ASCII characters that are single tokens, and (for the floor) those that are not and
+    what they cost in each encoding the target must cover, and the letter pairs natural words
+    rarely hold."""
+
+    words: dict[bytes, int]
+    singles: re.Pattern[str]
+    floor_singles: tuple[re.Pattern[str], ...]
+    floor_costs: tuple[dict[bytes, int], ...] = ()
+    """Aligned with `floor_singles`: block prefix -> cost of its rare characters."""
+    rare_pairs: re.Pattern[bytes] = re.compile(b"(?!)")
+    floor_spelled: tuple[re.Pattern[str], ...] = ()
+    """Aligned with `floor_singles`: the characters of scripts spelled a character at a time."""
+
+    @classmethod
+    def build(
+        cls,
+        words: Iterable[str],
+        tokens: Iterable[int],
+        single: str,
+        floor_singles: Iterable[str] = (),
+        *,
+        floor_costs: Iterable[dict[str, int]] = (),
+        rare_pairs: str = "",
+        floor_spelled: Iterable[str] = (),
+    ) -> Vocabulary:
+        """`single`: the non-ASCII characters that are single tokens (for the rare-character
+        features); `floor_singles`: the same per encoding for the floor (default: `single`);
+        `floor_costs`: per encoding, the expensive blocks (`EstimateData.char_costs`);
+        `rare_pairs`: `EstimateData.rare_pairs`; `floor_spelled`: `EstimateData.spelled`."""
+        table = {w.encode(): n for w, n in zip(words, tokens, strict=True)}
+        floors = tuple(map(_singles_pattern, floor_singles or (single,)))
+        costs = tuple(map(_block_costs, floor_costs)) or tuple({} for _ in floors)
+        spelled = tuple(_chars_pattern(c) for c in floor_spelled) or tuple(
+            _chars_pattern("") for _ in floors
+        )
+        pairs = _pairs_pattern(rare_pairs)
+        return cls(table, _singles_pattern(single), floors, costs, pairs, spelled)
+
+
+@functools.cache
+def vocabulary(target: str) -> Vocabulary:
+    """The shipped vocabulary of `target` (DEFAULT_TARGET or one of TARGETS)."""
+    data = load()
+    covered = TARGETS if target == DEFAULT_TARGET else (target,)
+    tokens = map(max, *(map(int, data.tokens[t]) for t in covered), [0] * len(data.words))
+    return Vocabulary.build(
+        data.words,
+        tokens,
+        data.single[target],
+        [data.single[t] for t in covered],
+        floor_costs=[data.char_costs[t] for t in covered],
+        rare_pairs=data.rare_pairs,
+        floor_spelled=[data.spelled.get(t, "") for t in covered],
+    )
+
+
+FEATURE_NAMES: tuple[str, ...] = (
+    "bytes",
+    "chars",
+    *(p.decode() for p in ASCII_PATTERNS),
+    *(p.decode() for p in OTHER_PATTERNS),
+    "known_words",
+    "known_tokens",
+    "unknown_bytes",
+    "cjk_rare",
+    "rare",
+    *SCRIPT_NAMES,
+    *(f"unknown_len_{n}" for n in range(1, LENGTH_BINS + 1)),
+    "unknown_len_more",
+    "other_unknown_bytes",
+    *(f"other_unknown_len_{n}" for n in range(1, OTHER_LENGTH_BINS + 1)),
+    "other_unknown_len_more",
+    "constant",
+)
+
+
+def features(text: str, vocab: Vocabulary) -> list[int]:
+    """The feature vector of `text` (see the module docstring), aligned with FEATURE_NAMES."""
+    data = text.encode("utf-8", "surrogatepass")
+    ascii_only = len(data) == len(text)
+    classes = data.translate(_CLASSES) if ascii_only else data.translate(_CLASSES, _CONTINUATION)
+    row = [len(data), len(text)]
+    row += map(classes.count, ASCII_PATTERNS)
+    if ascii_only:
+        row += _ZEROS
+        cjk = rare = 0
+    else:
+        for cls, group in OTHER_GROUPS:
+            row += map(classes.count, group) if cls in classes else (0,) * len(group)
+        wide = data.translate(None, _ASCII_BYTES)
+        residue = _rare(wide, vocab.singles)
+        rare = len(residue)
+        cjk = len(_CJK.findall(residue))
+        scripts = [
+            sum(map(wide.count, prefixes)) if cls in classes else 0
+            for cls, blocks in SCRIPT_BLOCKS
+            for _, prefixes in blocks
+        ]
+    words = data.translate(_WORD_TABLE).split()
+    table = vocab.words
+    known = list(filter(table.__contains__, words))
+    unknown = list(filterfalse(table.__contains__, words))
+    other: list[bytes] = []
+    if not ascii_only:
+        other = list(filterfalse(bytes.isascii, unknown))
+        unknown = list(filter(bytes.isascii, unknown))
+    lengths = Counter(map(len, unknown))
+    row += (len(known), sum(map(table.__getitem__, known)))
+    row += (sum(map(len, unknown)), cjk, rare)
+    row += _SCRIPT_ZEROS if ascii_only else scripts
+    row += [lengths.get(n, 0) for n in range(1, LENGTH_BINS + 1)]
+    row.append(len(unknown) - sum(row[-LENGTH_BINS:]))
+    if other:
+        lengths = Counter(map(len, other))
+        row.append(sum(map(len, other)))
+        row += [lengths.get(n, 0) for n in range(1, OTHER_LENGTH_BINS + 1)]
+        row.append(len(other) - sum(row[-OTHER_LENGTH_BINS:]))
+    else:
+        row += _OTHER_ZEROS
+    row.append(1)
+    return row
