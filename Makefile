@@ -5,7 +5,7 @@ PYTHON ?= python3
 UV := $(shell command -v uv 2>/dev/null || echo "$(PYTHON) -m uv")
 RUN := $(UV) run --all-packages --frozen
 
-.PHONY: bootstrap demo test lint format bench bench-estimator
+.PHONY: bootstrap demo test lint format bench bench-estimator docs figures test-lowest dist-check
 
 bootstrap:
 	@command -v uv >/dev/null 2>&1 || $(PYTHON) -m uv --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
@@ -33,3 +33,19 @@ bench: bootstrap
 bench-estimator: bootstrap
 	$(RUN) python tools/estimator/calibrate.py
 	$(RUN) python tools/estimator/unseen.py
+
+# The documentation site (site/), strict: a broken link or a missing page fails the build.
+docs: bootstrap
+	NO_MKDOCS_2_WARNING=1 $(RUN) --group docs mkdocs build --strict
+
+# Plots in docs/img/ drawn from the benchmarks' tables (run after make bench-estimator).
+figures: bootstrap
+	$(RUN) --group docs python benchmarks/plot_figures.py
+
+# The suite against the lowest version of every direct dependency (in .lowest/, uv.lock untouched).
+test-lowest: bootstrap
+	.ci/test-lowest
+
+# Wheels from a clean clone of HEAD: twine check --strict, install into a fresh venv, run.
+dist-check: bootstrap
+	.ci/dist-check

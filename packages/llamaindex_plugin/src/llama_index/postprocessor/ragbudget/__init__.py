@@ -9,3 +9,4 @@ from llama_index.postprocessor.ragbudget.base import TokenBudgetPostprocessor
 from llama_index.postprocessor.ragbudget.events import TokenBudgetEvent
 
 __all__ = ["TokenBudgetEvent", "TokenBudgetPostprocessor"]
+__version__ = "0.1.0"

@@ -1,0 +1,135 @@
+"""Packaging metadata tells the truth: one version per package, plugins pinned to a compatible
+core, every third-party import declared in the extra that needs it, index pages with absolute
+links, LlamaHub metadata where LlamaIndex expects it."""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+import tomllib
+from importlib.metadata import packages_distributions, requires, version
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = {
+    "ragbudget": (ROOT / "packages/core", "ragbudget"),
+    "langchain-ragbudget": (ROOT / "packages/langchain_plugin", "langchain_ragbudget"),
+    "llama-index-postprocessor-ragbudget": (
+        ROOT / "packages/llamaindex_plugin",
+        "llama_index.postprocessor.ragbudget",
+    ),
+}
+# Which extra of the core a module needs (extras include one another: mcp > cli > chroma > split).
+CORE_EXTRAS = {
+    "store/": "chroma",
+    "mcp/": "mcp",
+    "cli.py": "cli",
+    "chunking.py": "split",
+    "counters.py": "all",
+}
+OWN = {"ragbudget", "langchain_ragbudget", "llama_index"}
+# Modules whose code ships in one distribution and is installed through another, the one we
+# declare: fastmcp is the full server, fastmcp-slim the code it installs.
+META = {"fastmcp-slim": "fastmcp"}
+
+
+def _name(requirement: str) -> str:
+    match = re.match(r"[A-Za-z0-9._-]+", requirement)
+    assert match is not None, requirement
+    return match.group(0).lower().replace("_", "-").replace(".", "-")
+
+
+def _declared(dist: str, extra: str | None) -> set[str]:
+    """The distributions `dist` needs with `extra`, following the core's self-referencing extras."""
+    names: set[str] = set()
+    extras = {extra} if extra else set()
+    changed = True
+    while changed:
+        changed = False
+        for req in requires(dist) or []:
+            marker = re.search(r"extra == ['\"]([^'\"]+)['\"]", req)
+            if marker and marker.group(1) not in extras:
+                continue
+            name = _name(req)
+            inner = re.match(r"[A-Za-z0-9._-]+\[([^\]]+)\]", req)
+            if name == dist and inner:
+                for sub in inner.group(1).split(","):
+                    if sub.strip() not in extras:
+                        extras.add(sub.strip())
+                        changed = True
+            names.add(name)
+    return names
+
+
+def _third_party_imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module.split(".")[0])
+    return {m for m in found if m not in sys.stdlib_module_names and m not in OWN}
+
+
+@pytest.mark.parametrize("dist", list(PACKAGES))
+def test_every_import_is_declared_in_the_extra_that_needs_it(dist: str) -> None:
+    folder, module = PACKAGES[dist]
+    src = folder / "src" / module.replace(".", "/")
+    providers = packages_distributions()
+    for path in sorted(src.rglob("*.py")):
+        relative = path.relative_to(src).as_posix()
+        extra = None
+        if dist == "ragbudget":
+            extra = next((e for p, e in CORE_EXTRAS.items() if relative.startswith(p)), None)
+        declared = _declared(dist, extra)
+        for imported in _third_party_imports(path):
+            dists = {META.get(_name(d), _name(d)) for d in providers.get(imported, [])}
+            assert dists, f"{relative} imports {imported}, which no installed package provides"
+            assert dists & declared, (
+                f"{dist}: {relative} imports {imported} ({', '.join(sorted(dists))}), "
+                f"not declared in {'the ' + extra + ' extra' if extra else 'its dependencies'}"
+            )
+
+
+@pytest.mark.parametrize("dist", list(PACKAGES))
+def test_one_version_source(dist: str) -> None:
+    folder, module = PACKAGES[dist]
+    project = tomllib.loads((folder / "pyproject.toml").read_text())
+    assert "version" not in project["project"]
+    assert project["project"]["dynamic"] == ["version"]
+    mod = __import__(module, fromlist=["__version__"])
+    assert version(dist) == mod.__version__
+
+
+@pytest.mark.parametrize("dist", ["langchain-ragbudget", "llama-index-postprocessor-ragbudget"])
+def test_plugins_pin_the_core_minor_series(dist: str) -> None:
+    import ragbudget
+
+    pins = [r for r in requires(dist) or [] if _name(r) == "ragbudget"]
+    assert len(pins) == 1
+    major, minor = ragbudget.__version__.split(".")[:2]
+    assert f">={major}.{minor}" in pins[0]
+    assert f"<{major}.{int(minor) + 1}" in pins[0]
+
+
+@pytest.mark.parametrize("dist", list(PACKAGES))
+def test_package_readme_is_an_index_page_with_absolute_links(dist: str) -> None:
+    folder, _ = PACKAGES[dist]
+    text = (folder / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) > 20, f"{dist}'s README is its page on the index"
+    links = re.findall(r"\]\(([^)]+)\)", text)
+    assert links
+    relative = [link for link in links if not link.startswith("https://")]
+    assert not relative, f"{dist}'s README has links that break on an index: {relative}"
+
+
+def test_llamahub_metadata() -> None:
+    project = tomllib.loads((ROOT / "packages/llamaindex_plugin/pyproject.toml").read_text())
+    hub = project["tool"]["llamahub"]
+    assert hub["import_path"] == "llama_index.postprocessor.ragbudget"
+    module = __import__(hub["import_path"], fromlist=["__all__"])
+    assert set(hub["class_authors"]) <= set(module.__all__)
