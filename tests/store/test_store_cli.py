@@ -138,3 +138,22 @@ def test_search_explain_pictures_the_budget(runner: CliRunner, db: Path) -> None
     assert "8 candidates, 700-token budget" in out
     assert "kept" in out and "dropped" in out  # the first misfit; the rest "not reached"
     assert re.search(r"[\d,]+ of 700 tokens \(\d+%\)", out), out
+
+
+def test_store_options_are_one_definition_on_every_command() -> None:
+    """--db/--server/--collection/--embedding/--counter and the timeouts: the same option, the
+    same environment variable, the same help, wherever a command takes them (serve included)."""
+    import typer.main
+
+    group = typer.main.get_command(app)
+    seen: dict[str, tuple[object, ...]] = {}
+    names = {"db", "server", "collection", "embedding", "counter", "connect_timeout",
+             "read_timeout"}  # fmt: skip
+    for name in ("ingest", "search", "read", "stats", "serve"):
+        command = group.commands[name]  # type: ignore[attr-defined]
+        for param in command.params:
+            if param.name in names:
+                key = (param.opts, param.envvar, param.help, param.default)
+                assert seen.setdefault(param.name, key) == key, (name, param.name)
+    assert seen["embedding"][1] == "RAGBUDGET_EMBEDDING"
+    assert set(seen) == names

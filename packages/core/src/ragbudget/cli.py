@@ -31,7 +31,7 @@ except ImportError as exc:  # only without the extra (tests simulate it in a sub
         raise SystemExit(f"error: {msg}") from None
     raise ImportError(msg) from None
 
-from ragbudget._defaults import DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT
+from ragbudget._options import StoreOptions, store_options
 
 __all__ = ["app", "main"]
 
@@ -69,50 +69,6 @@ def _main(
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False)
 
-Db = Annotated[
-    Path | None,
-    typer.Option(
-        "--db",
-        envvar="RAGBUDGET_DB",
-        readable=False,  # the store says what is wrong with the folder, in one line
-        help="Embedded database folder. [default: .ragbudget]",
-    ),
-]
-Server = Annotated[
-    str | None,
-    typer.Option(envvar="RAGBUDGET_SERVER", help="Chroma server URL, e.g. http://localhost:8000."),
-]
-Collection = Annotated[str, typer.Option(envvar="RAGBUDGET_COLLECTION", help="Collection name.")]
-ConnectTimeout = Annotated[
-    float | None,
-    typer.Option(
-        envvar="RAGBUDGET_CONNECT_TIMEOUT",
-        help="With --server: seconds to wait for a connection. "
-        f"[default: {DEFAULT_CONNECT_TIMEOUT:g}]",
-    ),
-]
-ReadTimeout = Annotated[
-    float | None,
-    typer.Option(
-        envvar="RAGBUDGET_READ_TIMEOUT",
-        help=f"With --server: seconds to wait for each answer. [default: {DEFAULT_READ_TIMEOUT:g}]",
-    ),
-]
-Embedding = Annotated[
-    str | None,
-    typer.Option(
-        help="'hashing' (offline), 'minilm', or a Chroma embedding name. "
-        "[default: the collection's own, else hashing]"
-    ),
-]
-Counter = Annotated[
-    str | None,
-    typer.Option(
-        envvar="RAGBUDGET_COUNTER",
-        help="Token counter: estimate, chars:N, tiktoken:<encoding>, hf:<tokenizer.json>. "
-        "[default: the collection's own]",
-    ),
-]
 Json = Annotated[
     bool, typer.Option("--json", help="Print the whole response as JSON (budgeted as JSON).")
 ]
@@ -138,56 +94,14 @@ def _print_error(message: str) -> None:
         sys.stderr.write(f"error: {line}\n")
 
 
-def _where(ctx: typer.Context, db: Path | None, server: str | None) -> dict[str, Any]:
-    """Path or server: the command line beats the environment; both at one level is an error."""
-    if server and db is not None:
-        db_src, server_src = ctx.get_parameter_source("db"), ctx.get_parameter_source("server")
-        if db_src != server_src:
-            if server_src is not None and server_src.name == "COMMANDLINE":
-                db = None
-            else:
-                server = None
-    if server:
-        return {"path": db, "server": server}
-    return {"path": db if db is not None else Path(".ragbudget"), "server": None}
-
-
-def _store(
-    ctx: typer.Context,
-    db: Path | None,
-    server: str | None,
-    collection: str,
-    embedding: str | None = None,
-    counter: str | None = None,
-    connect_timeout: float | None = None,
-    read_timeout: float | None = None,
-) -> Any:
-    from ragbudget.store import DocumentStore
-
-    timeouts: dict[str, Any] = {"connect_timeout": connect_timeout, "read_timeout": read_timeout}
-    return DocumentStore(
-        **_where(ctx, db, server),
-        collection=collection,
-        embedding=embedding,
-        counter=counter,
-        **{name: value for name, value in timeouts.items() if value is not None},
-    )
-
-
 @app.command()
+@store_options()
 def ingest(
     ctx: typer.Context,
     paths: Annotated[list[Path], typer.Argument(help="Files and folders to ingest.")],
-    db: Db = None,
-    server: Server = None,
-    collection: Collection = "documents",
-    embedding: Embedding = None,
-    counter: Counter = None,
     chunk_tokens: Annotated[int, typer.Option(help="Largest chunk, in tokens.")] = 512,
     overlap: Annotated[int, typer.Option(help="Tokens shared by neighbouring chunks.")] = 64,
     prune: Annotated[bool, typer.Option(help="Remove the chunks of files that are gone.")] = False,
-    connect_timeout: ConnectTimeout = None,
-    read_timeout: ReadTimeout = None,
     max_file_bytes: Annotated[
         int | None,
         typer.Option(help="Skip files larger than this many bytes. [default: 4194304 (4 MiB)]"),
@@ -196,12 +110,12 @@ def ingest(
         bool,
         typer.Option(help="Then keep watching PATHS and ingest again on changes (watchfiles)."),
     ] = False,
+    *,
+    store: StoreOptions,
 ) -> None:
     """Chunk and store text and code files (unchanged files are skipped)."""
     with _errors():
-        store = _store(
-            ctx, db, server, collection, embedding, counter, connect_timeout, read_timeout
-        )
+        documents = store.open(ctx)
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TimeElapsedColumn(), TextColumn("{task.fields[path]}", style="dim"))  # fmt: skip
         with Progress(*columns, console=err, transient=True) as progress:
@@ -211,11 +125,12 @@ def ingest(
                 progress.update(task, completed=done, total=total, path=Path(path).name)
 
             limits = {} if max_file_bytes is None else {"max_file_bytes": max_file_bytes}
-            report = store.ingest(
+            report = documents.ingest(
                 paths, chunk_tokens=chunk_tokens, overlap=overlap, prune=prune,
                 on_progress=on_progress, **limits,
             )  # fmt: skip
-        table = Table(title=f"ingest into {collection!r}", show_header=False, title_justify="left")
+        title = f"ingest into {store.collection!r}"
+        table = Table(title=title, show_header=False, title_justify="left")
         for label, value in (
             ("files seen", report.files_seen),
             ("ingested", report.files_ingested),
@@ -236,7 +151,9 @@ def ingest(
         for problem in report.errors:
             err.print(f"[yellow]could not read {escape(problem.path)}: {escape(problem.reason)}[/]")
         if watch:
-            _watch(store, paths, prune=prune, chunk_tokens=chunk_tokens, overlap=overlap, **limits)
+            _watch(
+                documents, paths, prune=prune, chunk_tokens=chunk_tokens, overlap=overlap, **limits
+            )
 
 
 def _watch(store: Any, paths: list[Path], **options: Any) -> None:
@@ -257,6 +174,7 @@ def _watch(store: Any, paths: list[Path], **options: Any) -> None:
 
 
 @app.command()
+@store_options(without=("embedding",))
 def search(
     ctx: typer.Context,
     query: Annotated[str, typer.Argument(help="What to look for.")],
@@ -275,24 +193,20 @@ def search(
             "--explain", help="Show each candidate (kept, cut, dropped) and the budget spent."
         ),
     ] = False,
-    db: Db = None,
-    server: Server = None,
-    collection: Collection = "documents",
-    counter: Counter = None,
-    connect_timeout: ConnectTimeout = None,
-    read_timeout: ReadTimeout = None,
+    *,
+    store: StoreOptions,
 ) -> None:
     """Search the stored files; the response fits --max-tokens."""
     with _errors():
-        store = _store(ctx, db, server, collection, None, counter, connect_timeout, read_timeout)
-        response = store.search(
+        documents = store.open(ctx)
+        response = documents.search(
             query, limit=limit, max_tokens=max_tokens, offset=offset, concise=concise,
             file_type=file_type, directory=str(directory) if directory else None,
             format="json" if as_json else "text", offset_hint=OFFSET_HINT,
         )  # fmt: skip
         if explain:
             where = str(directory) if directory else None
-            ranked = store.candidates(
+            ranked = documents.candidates(
                 query, limit=limit, offset=offset, file_type=file_type, directory=where
             )
             from ragbudget.explain import explain_search
@@ -303,6 +217,7 @@ def search(
 
 
 @app.command()
+@store_options(without=("embedding",))
 def read(
     ctx: typer.Context,
     source: Annotated[
@@ -315,17 +230,12 @@ def read(
     limit: Annotated[int | None, typer.Option(help="Most lines.")] = None,
     max_tokens: Annotated[int, typer.Option(help="Token budget for the whole response.")] = 8192,
     as_json: Json = False,
-    db: Db = None,
-    server: Server = None,
-    collection: Collection = "documents",
-    counter: Counter = None,
-    connect_timeout: ConnectTimeout = None,
-    read_timeout: ReadTimeout = None,
+    *,
+    store: StoreOptions,
 ) -> None:
     """Print a stored document's lines; the response fits --max-tokens."""
     with _errors():
-        store = _store(ctx, db, server, collection, None, counter, connect_timeout, read_timeout)
-        response = store.read(
+        response = store.open(ctx).read(
             source, offset=offset, limit=limit, max_tokens=max_tokens, char_offset=char_offset,
             format="json" if as_json else "text", offset_hint=OFFSET_HINT,
         )  # fmt: skip
@@ -338,19 +248,16 @@ def read(
 
 
 @app.command()
+@store_options(without=("embedding", "counter"))
 def stats(
     ctx: typer.Context,
     as_json: Json = False,
-    db: Db = None,
-    server: Server = None,
-    collection: Collection = "documents",
-    connect_timeout: ConnectTimeout = None,
-    read_timeout: ReadTimeout = None,
+    *,
+    store: StoreOptions,
 ) -> None:
     """What the store holds."""
     with _errors():
-        store = _store(ctx, db, server, collection, None, None, connect_timeout, read_timeout)
-        result = store.stats()
+        result = store.open(ctx, counter=False).stats()
         if as_json:
             sys.stdout.write(result.model_dump_json() + "\n")
             return

@@ -13,8 +13,9 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 
+from ragbudget._options import StoreOptions, store_options
 from ragbudget.mcp.http_security import check_allowed, check_auth_token, run_http
-from ragbudget.mcp.settings import DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, ServerSettings
+from ragbudget.mcp.settings import ServerSettings
 
 __all__ = ["HTTP_PATH", "Transport", "register", "serve"]
 
@@ -66,21 +67,6 @@ def _configure_logging(level: str) -> None:
     echo.setLevel(logging.DEBUG if level == "DEBUG" else logging.CRITICAL + 1)
 
 
-def _one_location(
-    ctx: typer.Context, db: Path | None, server: str | None
-) -> tuple[Path | None, str | None]:
-    """--db or --server: the command line beats the environment (as the other commands do)."""
-    if db is None or not server:
-        return db, server or None
-    db_source = ctx.get_parameter_source("db")
-    server_source = ctx.get_parameter_source("server")
-    if db_source == server_source:
-        return db, server  # both from one level: ServerSettings says which to drop
-    if server_source is not None and server_source.name == "COMMANDLINE":
-        return None, server
-    return db, None
-
-
 def _require_store(settings: ServerSettings) -> None:
     """`serve` never creates a store: without one (and no root to ingest into it) it stops."""
     from ragbudget.store.errors import StoreError
@@ -99,54 +85,6 @@ def _require_store(settings: ServerSettings) -> None:
 
 def serve(
     ctx: typer.Context,
-    db: Annotated[
-        Path | None,
-        typer.Option(
-            "--db",
-            envvar="RAGBUDGET_DB",
-            readable=False,
-            help="Embedded store folder (default .ragbudget). Use an absolute path in client "
-            "configs: desktop apps start servers in an arbitrary directory.",
-        ),
-    ] = None,
-    server: Annotated[
-        str | None,
-        typer.Option(
-            "--server", envvar="RAGBUDGET_SERVER", help="Chroma server URL instead of --db."
-        ),
-    ] = None,
-    connect_timeout: Annotated[
-        float,
-        typer.Option(
-            envvar="RAGBUDGET_CONNECT_TIMEOUT",
-            help="With --server: seconds to wait for a connection.",
-        ),
-    ] = DEFAULT_CONNECT_TIMEOUT,
-    read_timeout: Annotated[
-        float,
-        typer.Option(
-            envvar="RAGBUDGET_READ_TIMEOUT",
-            help="With --server: seconds to wait for each answer to arrive.",
-        ),
-    ] = DEFAULT_READ_TIMEOUT,
-    collection: Annotated[
-        str, typer.Option(envvar="RAGBUDGET_COLLECTION", help="Collection to serve.")
-    ] = "documents",
-    embedding: Annotated[
-        str | None,
-        typer.Option(
-            envvar="RAGBUDGET_EMBEDDING",
-            help="Embedding (default: the collection's own; 'hashing' for a new one).",
-        ),
-    ] = None,
-    counter: Annotated[
-        str | None,
-        typer.Option(
-            envvar="RAGBUDGET_COUNTER",
-            help="Token counter for every budget, e.g. tiktoken:cl100k_base "
-            "(default: the estimate).",
-        ),
-    ] = None,
     transport: Annotated[
         Transport, typer.Option(case_sensitive=False, help="stdio, or streamable HTTP at /mcp.")
     ] = Transport.stdio,
@@ -203,6 +141,8 @@ def serve(
     log_level: Annotated[
         str, typer.Option(help="Log level for stderr (DEBUG, INFO, WARNING, ERROR).")
     ] = "WARNING",
+    *,
+    store: StoreOptions,
 ) -> None:
     """Serve budgeted search to MCP clients (Claude Desktop, Claude Code, Cursor, ...).
 
@@ -217,16 +157,16 @@ def serve(
     if level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
         raise _fail(f"--log-level must be DEBUG, INFO, WARNING or ERROR, got {log_level!r}")
     _configure_logging(level)
-    db, server = _one_location(ctx, db, server)
+    db, server = store.location(ctx)
     try:
         settings = ServerSettings(
             db=db,
             server=server,
-            connect_timeout=connect_timeout,
-            read_timeout=read_timeout,
-            collection=collection,
-            embedding=embedding,
-            counter=counter,
+            connect_timeout=store.connect_timeout,
+            read_timeout=store.read_timeout,
+            collection=store.collection,
+            embedding=store.embedding,
+            counter=store.counter,
             allow_roots=tuple(allow_root or ()),
             allow_hard_links=allow_hard_links,
             max_tokens_ceiling=max_tokens_ceiling,
@@ -277,7 +217,7 @@ def serve(
 
 def register(app: typer.Typer) -> None:
     """Add `serve` to the `ragbudget` command line."""
-    app.command("serve")(serve)
+    app.command("serve")(store_options()(serve))
 
 
 def main() -> None:
