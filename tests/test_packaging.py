@@ -27,6 +27,8 @@ CORE_EXTRAS = {
     "store/": "chroma",
     "mcp/": "mcp",
     "cli.py": "cli",
+    "_options.py": "cli",
+    "explain.py": "cli",
     "chunking.py": "split",
     "counters.py": "all",
 }

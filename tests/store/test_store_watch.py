@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,8 @@ from ragbudget.store import DocumentStore, StoreError
 from ragbudget.store.watch import watch
 
 RAGBUDGET = Path(sys.executable).with_name("ragbudget")
+COPIES = 300
+"""Files one change adds: a sync of them writes several batches, so a kill lands mid-sync."""
 Snapshot = Callable[[DocumentStore], dict[str, tuple[Any, ...]]]
 
 
@@ -51,12 +54,26 @@ def test_watch_syncs_and_a_killed_sync_ends_as_a_clean_ingest(
         assert line.startswith("synced: 1 ingested")
         with DocumentStore(path=db) as store:
             assert (corpus / "zoo.py").as_posix() in store.sources()
-        (corpus / "scanner.py").unlink()  # a change, then a kill during its sync
-        (corpus / "zoo.py").write_text("def walrus():\n    return 'narwhal'\n" * 200)
+        # A change large enough that its sync takes a while, and a kill once it has begun.
+        (corpus / "scanner.py").unlink()
+        source = (corpus / "decoder.py").read_text()
+        for i in range(COPIES):
+            (corpus / f"copy_{i:03}.py").write_text(f"# copy {i}\n{source}")
+        while not (line := proc.stderr.readline()).startswith("syncing "):
+            assert proc.poll() is None, "the watch stopped"
+        sqlite = db / "chroma.sqlite3"
+        before = sqlite.stat().st_size
+        deadline = time.monotonic() + 120
+        while sqlite.stat().st_size == before and time.monotonic() < deadline:
+            time.sleep(0.05)  # until the sync's first batch is written
+        assert proc.poll() is None, "the sync ended before the kill"
         proc.send_signal(signal.SIGKILL)
     finally:
         proc.kill()
         proc.wait()
+    with DocumentStore(path=db) as store:  # the kill landed mid-sync: some copies, not all
+        copies = [s for s in store.sources() if "/copy_" in s]
+    assert 0 < len(copies) < COPIES, len(copies)
     done = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr
     clean = tmp_path / "clean"

@@ -170,7 +170,11 @@ def _watch(store: Any, paths: list[Path], **options: Any) -> None:
         sys.stderr.write(f"watching {', '.join(map(str, paths))} for changes (Ctrl-C to stop)\n")
         sys.stderr.flush()
 
-    watch(store, paths, on_sync=on_sync, on_ready=on_ready, **options)
+    def on_start(changes: int) -> None:
+        sys.stderr.write(f"syncing {changes} changes\n")
+        sys.stderr.flush()
+
+    watch(store, paths, on_sync=on_sync, on_ready=on_ready, on_start=on_start, **options)
 
 
 @app.command()

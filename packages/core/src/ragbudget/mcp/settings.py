@@ -35,7 +35,7 @@ ceiling stays under Claude Code's default limit whatever the model."""
 ESTIMATE_MARGINS = {"text": 0.10, "json": 0.15}
 """How much more an inexact counter (an estimate) counts in the server, by answer format: above
 the estimate's largest measured under-count on rendered answers (`benchmarks/bench_answers.py`:
-4% on text, 11% on JSON, whose escaping the estimate counts short), so that what is really
+3% on text, 11% on JSON, whose escaping the estimate counts short), so that what is really
 sent stays within the budget by the real tokenizer. A margin m covers an under-count u while
 1 / (1 - u) <= 1 + m."""
 

@@ -30,12 +30,14 @@ def watch(
     *,
     on_sync: Callable[[IngestReport], None],
     on_ready: Callable[[], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
     stop_event: threading.Event | None = None,
     debounce_ms: int = 1600,
     **ingest_options: Any,
 ) -> None:
     """Ingest `paths` into `store` after every batch of file changes, until `stop_event` is set
-    (or Ctrl-C). `on_ready()` is called once the watcher runs (changes from then on are seen);
+    (or Ctrl-C). `on_ready()` is called once the watcher runs (changes from then on are seen),
+    `on_start(n)` when a sync of `n` changes begins;
     `ingest_options` go to `DocumentStore.ingest` (prune, chunk_tokens, ...)."""
     try:
         import watchfiles
@@ -67,6 +69,8 @@ def watch(
         if not changes:
             continue
         logger.debug("%d file changes under %s: syncing", len(changes), roots)
+        if on_start is not None:
+            on_start(len(changes))
         try:
             report = store.ingest(roots, **ingest_options)
         except StoreError as exc:  # e.g. a watched folder was removed: say so, keep watching
