@@ -12,17 +12,17 @@ questions whose answer file is among the results ("hit"), and the distinct sourc
   under a one-line header.
 - equal cuts: LlamaIndex's `PromptHelper` way: the top 10 chunks, each cut to an equal share
   of the budget (`budget / 10` tokens, header included).
-- store before / store now: `DocumentStore.search(q, max_tokens=B, limit=50)` with evidence
-  selection off (`evidence="off"`) and with its default.
-- evidence: `ragbudget.evidence.select` on the ranked chunks (dedupe, merge, a cap per source,
-  redundancy-aware order, best-line snippets for tight budgets).
+- store plain / store evidence: `DocumentStore.search(q, max_tokens=B, limit=50)` as before
+  issue 19 (`evidence=False`, the default) and with `evidence=True` (merged spans, no
+  near-duplicates, best-matching lines in fair shares); "+ cap 2/file" adds `max_per_source=2`.
+- select(): `ragbudget.evidence.select` with its defaults on the same ranked chunks, each under
+  a one-line header (what the plugins and any caller of the core get).
 
 Run: uv run --all-packages --frozen python benchmarks/bench_evidence.py
 """
 
 from __future__ import annotations
 
-import inspect
 import logging
 import sys
 import tempfile
@@ -176,9 +176,11 @@ def main() -> None:
             "top-k prefix": lambda qi, b: top_k_prefix(ranked[qi], b, tc, QUESTIONS[qi][0]),
             "equal cuts": lambda qi, b: equal_cuts(ranked[qi], b, tc, QUESTIONS[qi][0]),
         }
-        searches = {"store before": {"evidence": "off"}, "store now": {}}
-        if "evidence" not in inspect.signature(store.search).parameters:
-            searches = {"store now": {}}
+        searches: dict[str, dict[str, Any]] = {
+            "store plain": {"evidence": False},
+            "store evidence": {"evidence": True},
+            "  + cap 2/file": {"evidence": True, "max_per_source": 2},
+        }
         for name, options in searches.items():
             run = store_search(store, **options)
             strategies[name] = lambda qi, b, run=run: run(QUESTIONS[qi][0], b)
@@ -193,7 +195,7 @@ def main() -> None:
                 got = select(chunks, b, counter=tc, query=q, header=_header)
                 return [(c.metadata["source"], c.text) for c in got.chunks]
 
-            strategies["evidence"] = evidence
+            strategies["select()"] = evidence
 
         print(f"\n{'strategy':<14}" + "".join(f"{b:>8,} tok" for b in BUDGETS)
               + "   (hit %, distinct sources)")  # fmt: skip

@@ -119,6 +119,17 @@ class Rendering:
     """How a notice tells the reader to continue: `offset={offset}` for a model calling a
     tool, `--offset {offset}` for a shell user."""
 
+    @classmethod
+    def of(cls, format: Any, offset_hint: Any) -> Rendering:
+        """The rendering a caller asked for, checked (a `StoreError` names what is wrong)."""
+        if format not in ("text", "json"):
+            msg = f"format must be 'text' or 'json', got {format!r}"
+            raise StoreError(msg)
+        if not isinstance(offset_hint, str) or "{offset}" not in offset_hint:
+            msg = f"offset_hint must be a string holding '{{offset}}', got {offset_hint!r}"
+            raise StoreError(msg)
+        return cls(format=format, offset_hint=offset_hint)
+
     def more(self, offset: int) -> str:
         return f". Use {self.offset_hint.format(offset=offset)} to continue"
 

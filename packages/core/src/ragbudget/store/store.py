@@ -32,7 +32,8 @@ from ragbudget.store.remote import (
     guarded,
     server_errors,
 )
-from ragbudget.store.search import Hit, Rendering, budget_response, fetch_ranked
+from ragbudget.store.search import Hit, Rendering, fetch_ranked
+from ragbudget.store.selection import respond
 
 __all__ = ["DEFAULT_PATH", "DocumentStore"]
 
@@ -325,6 +326,8 @@ class DocumentStore:
         counter: CounterSpec = None,
         format: Format = "text",
         offset_hint: str = "offset={offset}",
+        evidence: bool = False,
+        max_per_source: int | None = None,
     ) -> SearchResponse:
         """The best-ranked chunks for `query` whose rendered response fits `max_tokens`.
 
@@ -333,7 +336,7 @@ class DocumentStore:
         `file_type` ("py", "md", ...) and `directory` filter by file. `format` is how the
         answer renders (`to_text()`): "text" (results verbatim under one-line headers) or
         "json"; the budget holds for that rendering. `offset_hint` is how notices name the
-        continuation (`--offset {offset}` for a shell).
+        continuation (`--offset {offset}` for a shell). `evidence`, `max_per_source`: see `respond`.
         """
         if not isinstance(query, str) or not query.strip():
             msg = f"query must be a non-empty string, got {shown(query)}"
@@ -344,7 +347,7 @@ class DocumentStore:
         _check_int("limit", limit, 1, MAX_LIMIT)
         _check_int("max_tokens", max_tokens, 1, MAX_TOKENS)
         _check_int("offset", offset, 0, MAX_OFFSET)
-        rendering = _rendering(format, offset_hint)
+        rendering = Rendering.of(format, offset_hint)
         tc = self._backend.counter if counter is None else get_counter(counter)
         where = self._where(file_type, directory)
         collection = self._backend.require()
@@ -360,11 +363,12 @@ class DocumentStore:
                 ranked[offset:],
                 functools.partial(self._records, collection),
                 max_tokens=max_tokens,
-                concise=bool(concise),
+                concise=bool(concise) or bool(evidence),
             )
-        return budget_response(
+        return respond(
             hits, query=query, offset=offset, total_count=total, max_tokens=max_tokens,
-            counter=tc, concise=bool(concise), rendering=rendering,
+            counter=tc, concise=bool(concise), rendering=rendering, evidence=bool(evidence),
+            max_per_source=max_per_source,
         )  # fmt: skip
 
     @staticmethod
@@ -457,7 +461,7 @@ class DocumentStore:
         """A stored document's lines from `offset` (1-based), at most `limit` of them, with a
         rendered response within `max_tokens` and a notice saying how to continue (`format`
         and `offset_hint` as for `search`)."""
-        rendering = _rendering(format, offset_hint)
+        rendering = Rendering.of(format, offset_hint)
         _check_int("offset", offset, 1, 1 << 31)
         if limit is not None:
             _check_int("limit", limit, 1, 1 << 31)
@@ -485,13 +489,3 @@ class DocumentStore:
             path=str(b.path.resolve()) if b.path is not None else None,
             server=b.server,
         )
-
-
-def _rendering(format: Any, offset_hint: Any) -> Rendering:
-    if format not in ("text", "json"):
-        msg = f"format must be 'text' or 'json', got {format!r}"
-        raise StoreError(msg)
-    if not isinstance(offset_hint, str) or "{offset}" not in offset_hint:
-        msg = f"offset_hint must be a string holding '{{offset}}', got {offset_hint!r}"
-        raise StoreError(msg)
-    return Rendering(format=format, offset_hint=offset_hint)
