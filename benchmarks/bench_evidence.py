@@ -18,7 +18,8 @@ questions whose answer file is among the results ("hit"), and the distinct sourc
 - select(): `ragbudget.evidence.select` with its defaults on the same ranked chunks, each under
   a one-line header (what the plugins and any caller of the core get).
 
-Run: uv run --all-packages --frozen python benchmarks/bench_evidence.py
+Run: uv run --all-packages --frozen python benchmarks/bench_evidence.py [--ablation]
+(`--ablation` adds `select()` with one option changed at a time: a few minutes more.)
 """
 
 from __future__ import annotations
@@ -111,6 +112,18 @@ QUESTIONS: list[tuple[str, tuple[str, ...]]] = [
      ("http/server.py",)),
 ]  # fmt: skip
 
+ABLATION: dict[str, dict[str, Any]] = {
+    "  merge off": {"merge": False},
+    "  dedupe off": {"dedupe_threshold": None},
+    "  snippets off": {"snippets": False},
+    "  min_share 50": {"min_share": 50},
+    "  min_share 200": {"min_share": 200},
+    "  cap 1/file": {"max_per_source": 1},
+    "  cap 2/file": {"max_per_source": 2},
+    "  mmr 0.7": {"mmr": 0.7},
+}
+"""`select()` with one option changed (`--ablation`)."""
+
 Pieces = list[tuple[str, str]]
 """(source, text shown) per result."""
 
@@ -196,8 +209,17 @@ def main() -> None:
                 return [(c.metadata["source"], c.text) for c in got.chunks]
 
             strategies["select()"] = evidence
+            if "--ablation" in sys.argv:  # one option changed at a time
+                for label, change in ABLATION.items():
 
-        print(f"\n{'strategy':<14}" + "".join(f"{b:>8,} tok" for b in BUDGETS)
+                    def variant(qi: int, b: int, change: dict[str, Any] = change) -> Pieces:
+                        chunks, q = ranked[qi], QUESTIONS[qi][0]
+                        got = select(chunks, b, counter=tc, query=q, header=_header, **change)
+                        return [(c.metadata["source"], c.text) for c in got.chunks]
+
+                    strategies[label] = variant
+
+        print(f"\n{'strategy':<16}" + "".join(f"{b:>8,} tok" for b in BUDGETS)
               + "   (hit %, distinct sources)")  # fmt: skip
         for name, strategy in strategies.items():
             cells = []
@@ -210,7 +232,7 @@ def main() -> None:
                     distinct += len(sources)
                 n = len(QUESTIONS)
                 cells.append(f"{100 * hits / n:>5.0f}% {distinct / n:>4.1f}")
-            print(f"{name:<14}" + "".join(f"{c:>12}" for c in cells))
+            print(f"{name:<16}" + "".join(f"{c:>12}" for c in cells))
     print(f"\n({time.perf_counter() - begin:.0f} s)")
 
 

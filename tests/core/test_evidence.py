@@ -239,8 +239,8 @@ def test_a_tight_budget_shows_the_best_matching_lines_of_more_results() -> None:
     assert all(f"cookie jar {i}" in c.text for i, c in enumerate(got.chunks))
     assert got.report.cut_ids == got.report.kept_ids
     plain = select(chunks, 400, counter=CHARS, snippets=False, dedupe_threshold=None)
-    assert plain.report.kept_ids == []  # no whole chunk fits
-    assert plain.report.dropped_ids == ["c0", "c1", "c2", "c3"]
+    assert plain.report.kept_ids == plain.report.cut_ids == ["c0"]  # only the top one, cut
+    assert plain.report.dropped_ids == ["c1", "c2", "c3"]
 
 
 @pytest.mark.parametrize(

@@ -354,7 +354,8 @@ def select(
     when it holds fewer than `min(max_results, max_tokens // min_share)` results, that many
     results share the budget fairly (one smaller than its share keeps all of it, the rest is
     shared among the others) and a result larger than its share keeps the lines that best
-    match `query` (its first lines without one). The results always include the prefix's.
+    match `query` (its first lines without one). Without `snippets`, only a top result too
+    large to fit whole is cut so (as `fit` cuts it). The results always include the prefix's.
 
     The rendering is `render(kept)` when given (measured whole, envelope included), else each
     chunk's `header` line and text joined with `separator`; `EvidenceResult.text` is it, and
@@ -388,8 +389,9 @@ def select(
         raise ValueError(msg)
     costs = [tc.count(draw([c])) - base for c in ranked]
     kept, fitted = _prefix(ranked, costs, max_tokens, tc, draw)
-    target = min(len(ranked), max(1, min(max_results, max_tokens // min_share)))
-    if snippets and target > len(kept):
+    # Without snippets, only a top result too large to fit whole is cut (as `fit` does).
+    target = max(1, min(max_results, max_tokens // min_share)) if snippets else 1
+    if min(target, len(ranked)) > len(kept):
         shared = _shared(ranked[:target], costs, max_tokens - base, tc, draw, query, positions)
         more = largest_prefix(lambda k: draw(shared[:k]), len(shared), max_tokens, tc)
         # The prefix's results are the floor: the shared answer must hold every one of them.
