@@ -21,6 +21,7 @@ from ragbudget import (
     get_counter,
     rank_chunks,
 )
+from ragbudget.evidence import Positions, dedupe, merge_adjacent
 
 __all__ = ["SCORE_KEYS", "BudgetOptions", "check_k"]
 
@@ -111,6 +112,23 @@ class BudgetOptions(BaseModel):
         ),
     )
 
+    merge_adjacent: bool = Field(
+        default=False,
+        description=(
+            "Merge documents that are adjacent or overlapping parts of one source (metadata "
+            "'source' and 'start_index', as a splitter with add_start_index=True writes them) "
+            "into one, the overlap once; the merged ids are in metadata['ragbudget']"
+            "['merged_ids']. Pays with tight budgets only alongside cutting (see docs/evidence)."
+        ),
+    )
+    dedupe: bool = Field(
+        default=False,
+        description=(
+            "Leave out exact and near-duplicate texts (ragbudget.evidence.dedupe); their ids "
+            "are in the kept copy's metadata['ragbudget']['duplicate_ids']."
+        ),
+    )
+
     @field_validator("counter")
     @classmethod
     def _valid_counter(cls, value: Any) -> Any:
@@ -163,6 +181,8 @@ class BudgetOptions(BaseModel):
         docs = _as_documents(documents)
         counter = get_counter(self.counter)
         ids = _chunk_ids(docs)
+        given = len(docs)
+        docs, ids, folded = self._fold(docs, ids)
         chunks = [
             Chunk(id=ids[i], text=self._render(d), score=self._score(d, i))
             for i, d in enumerate(docs)
@@ -190,18 +210,58 @@ class BudgetOptions(BaseModel):
                     lost.append(chunk.id)
                     continue
                 content, tokens = recut
-            note = {
+            note: dict[str, Any] = {
                 "tokens": tokens,
                 "rank": rank,
                 "score": chunk.score,
                 "cut": chunk.id in cut_ids,
             }
+            for key, members in folded.get(chunk.id, {}).items():
+                note[key] = members
             kept.append(_annotated_copy(doc, content, note))
         info = result.info
         if lost or cut_ids:
             ranked = [chunks[i].id for i in rank_chunks(chunks)]
             info = _recount(info, kept, lost, ranked)
+        if folded:  # a left-out document takes the ids folded into it along
+            out = [m for i in info.dropped_ids for m in [i, *_members(folded.get(i, {}))]]
+            info = info.model_copy(update={"original_count": given, "dropped_ids": out})
         return kept, info
+
+    def _fold(
+        self, docs: list[Document], ids: list[str]
+    ) -> tuple[list[Document], list[str], dict[str, dict[str, list[str]]]]:
+        """`docs` with duplicates left out and adjacent parts of a source merged (as asked),
+        their ids, and for each remaining id the ids folded into it."""
+        if not (self.merge_adjacent or self.dedupe):
+            return docs, ids, {}
+        chunks = [
+            Chunk(id=i, text=d.page_content, metadata=_position(d))
+            for i, d in zip(ids, docs, strict=True)
+        ]
+        folded: dict[str, dict[str, list[str]]] = {}
+        if self.dedupe:
+            chunks, twins = dedupe(chunks)
+            for gone, twin in twins.items():
+                folded.setdefault(twin, {}).setdefault("duplicate_ids", []).append(gone)
+        if self.merge_adjacent:
+            chunks, merged = merge_adjacent(chunks, _POSITIONS)
+            for span, members in merged.items():
+                into = folded.setdefault(span, {})
+                for member in members:
+                    for more in _members(folded.pop(member, {})):
+                        into.setdefault("duplicate_ids", []).append(more)
+                into["merged_ids"] = members
+        by_id = dict(zip(ids, docs, strict=True))
+        out = []
+        for chunk in chunks:
+            doc = by_id[chunk.id]
+            if "merged_ids" in folded.get(chunk.id, {}):
+                metadata = deepcopy(doc.metadata)
+                metadata["start_index"] = chunk.metadata["start_index"]
+                doc = doc.model_copy(update={"page_content": chunk.text, "metadata": metadata})
+            out.append(doc)
+        return out, [c.id for c in chunks], folded
 
     def _recut(
         self, doc: Document, chunk: Chunk, tokens: int, counter: TokenCounter
@@ -232,6 +292,18 @@ class _FramedCounter:
     def count(self, text: str) -> int:
         doc = self._doc.model_copy(update={"page_content": text})
         return self._base.count(self._options._render(doc) + self._options.document_separator)
+
+
+_POSITIONS = Positions(end=None, start_line=None, end_line=None)
+"""LangChain's convention: 'source' and 'start_index' (the end is the start plus the text)."""
+
+
+def _position(doc: Document) -> dict[str, Any]:
+    return {k: doc.metadata[k] for k in ("source", "start_index") if k in doc.metadata}
+
+
+def _members(folded: dict[str, list[str]]) -> list[str]:
+    return [m for key in ("merged_ids", "duplicate_ids") for m in folded.get(key, [])]
 
 
 def _is_number(value: Any) -> bool:

@@ -119,6 +119,17 @@ class Rendering:
     """How a notice tells the reader to continue: `offset={offset}` for a model calling a
     tool, `--offset {offset}` for a shell user."""
 
+    @classmethod
+    def of(cls, format: Any, offset_hint: Any) -> Rendering:
+        """The rendering a caller asked for, checked (a `StoreError` names what is wrong)."""
+        if format not in ("text", "json"):
+            msg = f"format must be 'text' or 'json', got {format!r}"
+            raise StoreError(msg)
+        if not isinstance(offset_hint, str) or "{offset}" not in offset_hint:
+            msg = f"offset_hint must be a string holding '{{offset}}', got {offset_hint!r}"
+            raise StoreError(msg)
+        return cls(format=format, offset_hint=offset_hint)
+
     def more(self, offset: int) -> str:
         return f". Use {self.offset_hint.format(offset=offset)} to continue"
 
@@ -162,8 +173,18 @@ class _Page:
         truncated = k < n or cut is not None
         more = self.offset + n < self.total
         next_offset = self.offset + k if k < n else (self.offset + n if more else None)
+        return self.response(kept, cut, next_offset, truncated)
+
+    def response(
+        self,
+        results: list[SearchResult],
+        cut: SearchResult | None,
+        next_offset: int | None,
+        truncated: bool,
+    ) -> SearchResponse:
+        """The response showing `results` on this page, with its notice."""
         return SearchResponse(
-            results=kept,
+            results=results,
             total_count=self.total,
             offset=self.offset,
             next_offset=next_offset,
@@ -172,7 +193,7 @@ class _Page:
             max_tokens=self.max_tokens,
             counter=self.counter.name,
             format=self.rendering.format,
-            notice=self._notice(len(kept), truncated, cut, next_offset),
+            notice=self._notice(len(results), truncated, cut, next_offset),
         )
 
     def _notice(

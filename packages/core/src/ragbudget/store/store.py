@@ -33,7 +33,8 @@ from ragbudget.store.remote import (
     guarded,
     server_errors,
 )
-from ragbudget.store.search import Hit, Rendering, budget_response, fetch_ranked
+from ragbudget.store.search import Hit, Rendering, fetch_ranked
+from ragbudget.store.selection import respond
 
 __all__ = ["DEFAULT_PATH", "DocumentStore"]
 
@@ -329,6 +330,8 @@ class DocumentStore:
         counter: CounterSpec = None,
         format: Format = "text",
         offset_hint: str = "offset={offset}",
+        evidence: bool = False,
+        max_per_source: int | None = None,
     ) -> SearchResponse:
         """The best-ranked chunks for `query` whose rendered response fits `max_tokens`.
 
@@ -337,7 +340,7 @@ class DocumentStore:
         `file_type` ("py", "md", ...) and `directory` filter by file. `format` is how the
         answer renders (`to_text()`): "text" (results verbatim under one-line headers) or
         "json"; the budget holds for that rendering. `offset_hint` is how notices name the
-        continuation (`--offset {offset}` for a shell).
+        continuation (`--offset {offset}` for a shell). `evidence`, `max_per_source`: see `respond`.
         """
         if not isinstance(query, str) or not query.strip():
             msg = f"query must be a non-empty string, got {shown(query)}"
@@ -348,7 +351,7 @@ class DocumentStore:
         _check_int("limit", limit, 1, MAX_LIMIT)
         _check_int("max_tokens", max_tokens, 1, MAX_TOKENS)
         _check_int("offset", offset, 0, MAX_OFFSET)
-        rendering = _rendering(format, offset_hint)
+        rendering = Rendering.of(format, offset_hint)
         tc = self._backend.counter if counter is None else get_counter(counter)
         where = self._where(file_type, directory)
         collection = self._backend.require()
@@ -364,11 +367,12 @@ class DocumentStore:
                 ranked[offset:],
                 functools.partial(self._records, collection),
                 max_tokens=max_tokens,
-                concise=bool(concise),
+                concise=bool(concise) or bool(evidence),
             )
-        return budget_response(
+        return respond(
             hits, query=query, offset=offset, total_count=total, max_tokens=max_tokens,
-            counter=tc, concise=bool(concise), rendering=rendering,
+            counter=tc, concise=bool(concise), rendering=rendering, evidence=bool(evidence),
+            max_per_source=max_per_source,
         )  # fmt: skip
 
     @staticmethod
@@ -414,14 +418,10 @@ class DocumentStore:
             return []
         ranked = self._ranked(collection, query, n, where)[offset:]
         records = self._records(collection, [i for i, _ in ranked])
-        out = []
-        for id_, distance in ranked:
-            if id_ in records:
-                meta = records[id_][1]
-                tokens = meta.get("tokens")
-                out.append((id_, str(meta["source"]), round(1.0 - distance, 4),
-                            tokens if isinstance(tokens, int) else None))  # fmt: skip
-        return out
+        metas = [(i, d, records[i][1]) for i, d in ranked if i in records]
+        return [(i, str(m["source"]), round(1.0 - d, 4),
+                 m["tokens"] if isinstance(m.get("tokens"), int) else None)
+                for i, d, m in metas]  # fmt: skip
 
     @staticmethod
     def _records(collection: Any, ids: list[str]) -> dict[str, tuple[str, dict[str, Any]]]:
@@ -467,7 +467,7 @@ class DocumentStore:
 
         A line alone over the budget comes in parts: continue with the response's
         `next_offset` and `next_char_offset` (as `offset` and `char_offset`)."""
-        rendering = _rendering(format, offset_hint)
+        rendering = Rendering.of(format, offset_hint)
         _check_int("offset", offset, 1, 1 << 31)
         _check_int("char_offset", char_offset, 0, 1 << 31)
         if limit is not None:
@@ -497,13 +497,3 @@ class DocumentStore:
             path=str(b.path.resolve()) if b.path is not None else None,
             server=b.server,
         )
-
-
-def _rendering(format: Any, offset_hint: Any) -> Rendering:
-    if format not in ("text", "json"):
-        msg = f"format must be 'text' or 'json', got {format!r}"
-        raise StoreError(msg)
-    if not isinstance(offset_hint, str) or "{offset}" not in offset_hint:
-        msg = f"offset_hint must be a string holding '{{offset}}', got {offset_hint!r}"
-        raise StoreError(msg)
-    return Rendering(format=format, offset_hint=offset_hint)

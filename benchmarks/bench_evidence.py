@@ -1,0 +1,244 @@
+"""More evidence per token: does the answer's file reach the model within the budget?
+
+One store (embedded Chroma, the offline default embedding) built once over the stdlib's email,
+json, asyncio, logging and http packages. For each of the questions below (written in plain
+words, avoiding the code's identifiers, each with the files that answer it) the store ranks
+its chunks; each strategy then turns the same ranked candidates into what a model reads, within
+the budget by the store's counter. Reported at 500, 1,000, 2,000 and 4,000 tokens: the share of
+questions whose answer file is among the results ("hit"), and the distinct sources shown.
+
+- top-k prefix: ragbudget's `fit(strategy="stop")` on the ranked chunks (what ragbudget did
+  before issue 19; LangChain's legacy tail-drop and Kernel Memory do the same), each chunk
+  under a one-line header.
+- equal cuts: LlamaIndex's `PromptHelper` way: the top 10 chunks, each cut to an equal share
+  of the budget (`budget / 10` tokens, header included).
+- store plain / store evidence: `DocumentStore.search(q, max_tokens=B, limit=50)` as before
+  issue 19 (`evidence=False`, the default) and with `evidence=True` (merged spans, no
+  near-duplicates, best-matching lines in fair shares); "+ cap 2/file" adds `max_per_source=2`.
+- select(): `ragbudget.evidence.select` with its defaults on the same ranked chunks, each under
+  a one-line header (what the plugins and any caller of the core get).
+
+Run: uv run --all-packages --frozen python benchmarks/bench_evidence.py [--ablation]
+(`--ablation` adds `select()` with one option changed at a time: a few minutes more.)
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _corpus import STDLIB, offline_tiktoken
+from ragbudget import Chunk, fit
+from ragbudget.counters import TokenCounter
+from ragbudget.fitting import cut_text
+from ragbudget.store import DocumentStore
+
+PACKAGES = ("email", "json", "asyncio", "logging", "http")
+BUDGETS = (500, 1000, 2000, 4000)
+CANDIDATES = 50
+EQUAL_K = 10
+
+# (question, files that answer it, relative to the stdlib)
+QUESTIONS: list[tuple[str, tuple[str, ...]]] = [
+    ("turn text holding an object literal back into dictionaries and lists",
+     ("json/decoder.py", "json/__init__.py", "json/scanner.py")),
+    ("escape characters outside ASCII when writing serialised output",
+     ("json/encoder.py",)),
+    ("pretty print a serialised document from the command line", ("json/tool.py",)),
+    ("fold a header value that is too long over several lines",
+     ("email/_header_value_parser.py", "email/header.py", "email/policy.py",
+      "email/_policybase.py")),
+    ("encode binary attachments as base64 text for mail",
+     ("email/base64mime.py", "email/encoders.py")),
+    ("encode text so only printable characters remain, with equals signs as escapes",
+     ("email/quoprimime.py", "email/encoders.py")),
+    ("split a list of recipient addresses with display names apart",
+     ("email/utils.py", "email/_parseaddr.py", "email/headerregistry.py",
+      "email/_header_value_parser.py")),
+    ("format the current time the way mail servers expect dates",
+     ("email/utils.py", "email/_parseaddr.py")),
+    ("walk over every part of a message made of several parts",
+     ("email/iterators.py", "email/message.py")),
+    ("write a message object back out as bytes for sending", ("email/generator.py",)),
+    ("feed incoming data in pieces and build the message incrementally",
+     ("email/feedparser.py", "email/parser.py")),
+    ("which character set and body encoding to use for a given language",
+     ("email/charset.py",)),
+    ("problems recorded when an incoming message is malformed",
+     ("email/errors.py", "email/_header_value_parser.py", "email/feedparser.py")),
+    ("the type of content of a message and its parameters such as the boundary",
+     ("email/message.py", "email/headerregistry.py", "email/_header_value_parser.py")),
+    ("wait for several coroutines at once and collect all their results",
+     ("asyncio/tasks.py",)),
+    ("limit how many workers may use a resource at the same time", ("asyncio/locks.py",)),
+    ("a first-in first-out buffer shared by producer and consumer coroutines",
+     ("asyncio/queues.py",)),
+    ("start a child process and read what it prints without blocking",
+     ("asyncio/subprocess.py", "asyncio/base_subprocess.py", "asyncio/unix_events.py")),
+    ("open a network connection and get a reader and a writer", ("asyncio/streams.py",)),
+    ("give up on an operation that takes longer than some seconds",
+     ("asyncio/timeouts.py", "asyncio/tasks.py")),
+    ("wrap a connection in an encrypted secure layer",
+     ("asyncio/sslproto.py", "asyncio/base_events.py")),
+    ("run a callback later after a delay", ("asyncio/base_events.py", "asyncio/events.py")),
+    ("run a blocking function in a thread so the loop stays responsive",
+     ("asyncio/threads.py", "asyncio/base_events.py")),
+    ("a placeholder for a result that becomes available later", ("asyncio/futures.py",)),
+    ("react to an interrupt sent by the operating system while the loop runs",
+     ("asyncio/unix_events.py", "asyncio/runners.py")),
+    ("overlapped input and output on Windows with completion ports",
+     ("asyncio/windows_events.py", "asyncio/proactor_events.py")),
+    ("write the log to a file that is replaced once it grows past a size",
+     ("logging/handlers.py",)),
+    ("set up loggers from a dictionary of settings", ("logging/config.py",)),
+    ("send log records over the network to a remote machine", ("logging/handlers.py",)),
+    ("control how each log line's time and message are laid out", ("logging/__init__.py",)),
+    ("keep records in memory and write them out when a severe one arrives",
+     ("logging/handlers.py",)),
+    ("keep cookies from servers between sessions in a file", ("http/cookiejar.py",)),
+    ("parse a cookie header into names and values", ("http/cookies.py",)),
+    ("the numbers a web server answers with and their descriptive phrases",
+     ("http/__init__.py",)),
+    ("serve the files of the current folder over the web", ("http/server.py",)),
+    ("send a request to a web server and read the body of its answer", ("http/client.py",)),
+    ("read an answer whose body arrives in pieces of announced length", ("http/client.py",)),
+    ("run scripts through the common gateway interface from a small web server",
+     ("http/server.py",)),
+]  # fmt: skip
+
+ABLATION: dict[str, dict[str, Any]] = {
+    "  merge off": {"merge": False},
+    "  dedupe off": {"dedupe_threshold": None},
+    "  snippets off": {"snippets": False},
+    "  min_share 50": {"min_share": 50},
+    "  min_share 200": {"min_share": 200},
+    "  cap 1/file": {"max_per_source": 1},
+    "  cap 2/file": {"max_per_source": 2},
+    "  mmr 0.7": {"mmr": 0.7},
+}
+"""`select()` with one option changed (`--ablation`)."""
+
+Pieces = list[tuple[str, str]]
+"""(source, text shown) per result."""
+
+
+def _render(pieces: Pieces) -> str:
+    return "\n\n".join(f"[{i}] {s}\n{t}" for i, (s, t) in enumerate(pieces, start=1))
+
+
+def _as_chunks(ranked: list[tuple[str, str, dict[str, Any], float]]) -> list[Chunk]:
+    return [Chunk(id=i, text=d, score=s, metadata=m) for i, d, m, s in ranked]
+
+
+def top_k_prefix(chunks: list[Chunk], budget: int, tc: TokenCounter, query: str) -> Pieces:
+    headed = [c.model_copy(update={"text": f"[{n}] {c.metadata['source']}\n{c.text}"})
+              for n, c in enumerate(chunks, start=1)]  # fmt: skip
+    kept = fit(headed, budget, counter=tc, strategy="stop", separator="\n\n").chunks
+    return [(c.metadata["source"], c.text.split("\n", 1)[1]) for c in kept]
+
+
+def equal_cuts(chunks: list[Chunk], budget: int, tc: TokenCounter, query: str) -> Pieces:
+    share = budget // EQUAL_K - 1  # the joins between results
+    out: Pieces = []
+    for n, c in enumerate(chunks[:EQUAL_K], start=1):
+        head = f"[{n}] {c.metadata['source']}\n"
+        cut = cut_text(c.text, share, tc, render=lambda t, h=head: h + t)  # type: ignore[misc]
+        if cut is not None:
+            out.append((c.metadata["source"], c.text[: cut.size]))
+    return out
+
+
+def store_search(store: DocumentStore, **options: Any) -> Callable[[str, int], Pieces]:
+    def run(query: str, budget: int) -> Pieces:
+        resp = store.search(query, max_tokens=budget, limit=CANDIDATES, **options)
+        return [(r.source, r.text) for r in resp.results]
+
+    return run
+
+
+def main() -> None:
+    offline_tiktoken()
+    logging.getLogger("ragbudget").setLevel(logging.ERROR)
+    begin = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="ragbudget-bench-") as tmp:
+        store = DocumentStore(path=Path(tmp) / "db")
+        report = store.ingest([STDLIB / p for p in PACKAGES])
+        tc = store.counter
+        print(f"store: the stdlib's {', '.join(PACKAGES)}: {report.files_ingested} files, "
+              f"{report.chunks_added} chunks; counter {tc.name}; {len(QUESTIONS)} questions; "
+              f"{CANDIDATES} ranked candidates each")  # fmt: skip
+        collection = store.collection
+        ranked: list[list[Chunk]] = []
+        for q, _ in QUESTIONS:
+            pairs = store._ranked(collection, q, CANDIDATES, None)
+            records = store._records(collection, [i for i, _ in pairs])
+            ranked.append(_as_chunks([(i, *records[i], round(1 - d, 4)) for i, d in pairs]))
+        prefix = STDLIB.as_posix().rstrip("/") + "/"
+        answers = [{prefix + f for f in files} for _, files in QUESTIONS]
+        ceiling = sum(bool(a & {c.metadata["source"] for c in r}) for a, r in
+                      zip(answers, ranked, strict=True))  # fmt: skip
+        print(f"answer file among the {CANDIDATES} candidates: {ceiling}/{len(QUESTIONS)}")
+
+        strategies: dict[str, Callable[[int, int], Pieces]] = {
+            "top-k prefix": lambda qi, b: top_k_prefix(ranked[qi], b, tc, QUESTIONS[qi][0]),
+            "equal cuts": lambda qi, b: equal_cuts(ranked[qi], b, tc, QUESTIONS[qi][0]),
+        }
+        searches: dict[str, dict[str, Any]] = {
+            "store plain": {"evidence": False},
+            "store evidence": {"evidence": True},
+            "  + cap 2/file": {"evidence": True, "max_per_source": 2},
+        }
+        for name, options in searches.items():
+            run = store_search(store, **options)
+            strategies[name] = lambda qi, b, run=run: run(QUESTIONS[qi][0], b)
+        try:
+            from ragbudget.evidence import select
+        except ImportError:
+            pass
+        else:
+
+            def evidence(qi: int, b: int) -> Pieces:
+                chunks, q = ranked[qi], QUESTIONS[qi][0]
+                got = select(chunks, b, counter=tc, query=q, header=_header)
+                return [(c.metadata["source"], c.text) for c in got.chunks]
+
+            strategies["select()"] = evidence
+            if "--ablation" in sys.argv:  # one option changed at a time
+                for label, change in ABLATION.items():
+
+                    def variant(qi: int, b: int, change: dict[str, Any] = change) -> Pieces:
+                        chunks, q = ranked[qi], QUESTIONS[qi][0]
+                        got = select(chunks, b, counter=tc, query=q, header=_header, **change)
+                        return [(c.metadata["source"], c.text) for c in got.chunks]
+
+                    strategies[label] = variant
+
+        print(f"\n{'strategy':<16}" + "".join(f"{b:>8,} tok" for b in BUDGETS)
+              + "   (hit %, distinct sources)")  # fmt: skip
+        for name, strategy in strategies.items():
+            cells = []
+            for b in BUDGETS:
+                hits, distinct = 0, 0
+                for qi in range(len(QUESTIONS)):
+                    pieces = strategy(qi, b)
+                    sources = {s for s, _ in pieces}
+                    hits += bool(answers[qi] & sources)
+                    distinct += len(sources)
+                n = len(QUESTIONS)
+                cells.append(f"{100 * hits / n:>5.0f}% {distinct / n:>4.1f}")
+            print(f"{name:<16}" + "".join(f"{c:>12}" for c in cells))
+    print(f"\n({time.perf_counter() - begin:.0f} s)")
+
+
+def _header(rank: int, chunk: Chunk) -> str:
+    return f"[{rank}] {chunk.metadata['source']}"
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,132 @@
+"""search(evidence=True): merged spans and best-matching lines, still within the budget."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from ragbudget import get_counter
+from ragbudget.store import DocumentStore, SearchResponse, StoreError
+
+QUERIES = [
+    "decode a JSON document",
+    "fold a header value that is too long",
+    "wait for several coroutines and collect their results",
+    "x",
+    "déjà vu 日本語",
+]
+_fixtures = settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+
+
+def _check(
+    response: SearchResponse, store: DocumentStore, counter: str | None, budget: int
+) -> None:
+    tc = get_counter(counter) if counter else store.counter
+    text = response.to_text()
+    assert tc.count(text) <= budget
+    assert response.used_tokens == tc.count(text)
+    for result in response.results:  # verbatim from the file, at the lines the header says
+        lines = Path(result.source).read_text(encoding="utf-8").split("\n")
+        assert response.format == "json" or result.text in text
+        assert result.text == "\n".join(lines[result.start_line - 1 : result.end_line]) or (
+            result.cut and result.text in "\n".join(lines[result.start_line - 1 : result.end_line])
+        )
+    if response.format == "json":
+        assert len(json.loads(text)["results"]) == len(response.results)
+
+
+@_fixtures
+@given(
+    query=st.sampled_from(QUERIES),
+    budget=st.integers(120, 6000),
+    fmt=st.sampled_from(["text", "json"]),
+    counter=st.sampled_from([None, "tiktoken:cl100k_base"]),
+    cap=st.sampled_from([None, 1, 2]),
+)
+def test_evidence_answers_fit_and_show_the_files_text(
+    stdlib_store_embedded: DocumentStore,
+    query: str,
+    budget: int,
+    fmt: str,
+    counter: str | None,
+    cap: int | None,
+) -> None:
+    store = stdlib_store_embedded
+    args = {"max_tokens": budget, "limit": 20, "format": fmt, "counter": counter}
+    try:
+        store.search(query, **args)  # type: ignore[arg-type]
+    except StoreError:  # a budget too small for any answer is as much an error as before
+        with pytest.raises(StoreError, match="use max_tokens >="):
+            store.search(query, evidence=True, max_per_source=cap, **args)  # type: ignore[arg-type]
+        return
+    got = store.search(query, evidence=True, max_per_source=cap, **args)  # type: ignore[arg-type]
+    _check(got, store, counter, budget)
+    if cap is not None:
+        sources = [r.source for r in got.results]
+        assert all(sources.count(s) <= cap for s in sources)
+
+
+@pytest.mark.parametrize("budget", [150, 500, 1000, 2000, 4000])
+@pytest.mark.parametrize("query", QUERIES[:3])
+def test_evidence_shows_every_file_the_plain_prefix_shows(
+    stdlib_store_embedded: DocumentStore, query: str, budget: int
+) -> None:
+    store = stdlib_store_embedded
+    plain = store.search(query, max_tokens=budget, limit=20)
+    more = store.search(query, max_tokens=budget, limit=20, evidence=True)
+    assert {r.source for r in plain.results} <= {r.source for r in more.results}
+    assert len({r.source for r in more.results}) >= len({r.source for r in plain.results})
+
+
+def test_adjacent_chunks_of_a_file_come_back_as_one_result(
+    stdlib_store_embedded: DocumentStore,
+) -> None:
+    store = stdlib_store_embedded
+    plain = store.search(QUERIES[1], max_tokens=100_000, limit=40)
+    merged = store.search(QUERIES[1], max_tokens=100_000, limit=40, evidence=True)
+    assert len(merged.results) < len(plain.results)  # the header-folding code spans chunks
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for r in merged.results:
+        spans.setdefault(r.source, []).append((r.start_line, r.end_line))
+    for ranges in spans.values():  # no two results of one file overlap or touch
+        ranges.sort()
+        assert all(a[1] < b[0] for a, b in itertools.pairwise(ranges))
+    shown = {(r.source, n) for r in merged.results for n in range(r.start_line, r.end_line + 1)}
+    for r in plain.results:  # nothing the plain answer showed is lost
+        assert all((r.source, n) in shown for n in range(r.start_line, r.end_line + 1))
+
+
+def test_a_tight_budget_shows_more_files_through_best_matching_lines(
+    stdlib_store_embedded: DocumentStore,
+) -> None:
+    store = stdlib_store_embedded
+    plain = store.search(QUERIES[2], max_tokens=600, limit=10)
+    more = store.search(QUERIES[2], max_tokens=600, limit=10, evidence=True)
+    assert len(more.results) > len(plain.results)
+    assert any(r.cut for r in more.results) and more.truncated
+    assert more.notice is not None and "600-token budget" in more.notice
+
+
+def test_evidence_pages_continue_and_concise_is_unchanged(
+    stdlib_store_embedded: DocumentStore,
+) -> None:
+    store = stdlib_store_embedded
+    first = store.search(QUERIES[0], max_tokens=800, limit=30, evidence=True, max_per_source=1)
+    assert first.next_offset is not None and first.next_offset > 0
+    again = store.search(QUERIES[0], max_tokens=800, limit=30, offset=first.next_offset,
+                         evidence=True)  # fmt: skip
+    assert again.offset == first.next_offset
+    concise = store.search(QUERIES[0], max_tokens=800, concise=True)
+    assert store.search(QUERIES[0], max_tokens=800, concise=True, evidence=True) == concise
+
+
+@pytest.mark.parametrize("cap", [0, -1, 1001, 1.5, "2", True])
+def test_a_bad_cap_is_named(stdlib_store_embedded: DocumentStore, cap: object) -> None:
+    with pytest.raises(StoreError, match="max_per_source must be an integer from 1 to 1000"):
+        stdlib_store_embedded.search("x", evidence=True, max_per_source=cap)  # type: ignore[arg-type]
