@@ -116,7 +116,7 @@ class SearchResponse(_Rendered):
         """Each result's header line and verbatim text, then the notice once. When several
         results share a folder, it is said once on top and left out of their headers
         (`read_document` takes a source's unique end as well as its full path)."""
-        prefix = _shared_folder([r.source for r in self.results])
+        prefix = shared_folder([r.source for r in self.results])
         parts = [f"[Paths relative to {prefix}]"] if prefix else []
         parts += [
             f"{r.header(rank, prefix)}\n{r.text}"
@@ -127,7 +127,7 @@ class SearchResponse(_Rendered):
         return "\n\n".join(parts)
 
 
-def _shared_folder(sources: list[str]) -> str:
+def shared_folder(sources: list[str]) -> str:
     """The folder (ending in '/') every one of two or more `sources` lies under, when it is
     long enough to be worth saying once; else ''."""
     if len(sources) < 2 or not all(s.startswith("/") for s in sources):

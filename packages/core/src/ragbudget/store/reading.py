@@ -121,14 +121,14 @@ def budget_read(
             guess=_guess_lines(rest[:k_max], max_tokens),
         )  # fmt: skip
         if fitted is not None:
-            return measure(page(fitted.size), counter)
+            return measure(page(fitted.size), counter, fitted)
     # A line alone over the budget, or the rest of one: the longest part (at a word where one
     # is near) whose response fits.
     tail = line[char_offset:]
     cut = cut_text(tail, max_tokens, counter, render=lambda kept: part(kept).to_text())
     if cut is None or cut.size == 0:
         return measure(shell, counter)
-    return measure(part(tail[: cut.size]), counter)
+    return measure(part(tail[: cut.size]), counter, cut)
 
 
 def _response(

@@ -17,10 +17,16 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ragbudget.counters import LazyCounts, TokenCounter
-from ragbudget.fitting import cut_text, largest_prefix, least_budget
+from ragbudget.fitting import Fitted, cut_text, largest_prefix, least_budget
 from ragbudget.store.embedding import features
 from ragbudget.store.errors import StoreError
-from ragbudget.store.models import Format, ReadResponse, SearchResponse, SearchResult
+from ragbudget.store.models import (
+    Format,
+    ReadResponse,
+    SearchResponse,
+    SearchResult,
+    shared_folder,
+)
 
 __all__ = ["Hit", "Rendering", "budget_response", "fetch_ranked", "measure", "snippet"]
 
@@ -41,6 +47,7 @@ class Hit:
 Fetch = Callable[[list[str]], dict[str, tuple[str, dict[str, Any]]]]
 """Ids -> {id: (document, metadata)} for those that still exist."""
 
+_JOIN_SLACK = 2  # tokens a result's join may save at most, for the search's upper bound
 _TOKENS_PER_RESULT_GUESS = 300  # sizes the first fetch before any stored count is seen
 _FIELDS_GUESS = 40  # a result's fields around its text, in tokens
 
@@ -227,12 +234,17 @@ class _Page:
 R = TypeVar("R", SearchResponse, ReadResponse)
 
 
-def measure(response: R, counter: TokenCounter) -> R:
+def measure(response: R, counter: TokenCounter, known: Fitted | None = None) -> R:
     """`response` with `used_tokens` set to the count of its own rendering, and marked measured.
 
-    In JSON the count is part of what is counted: a few rounds find the value that stays the
-    same once written (the search counted the widest value, the budget, so it fits).
+    `known` is the rendering the budget search already counted: in text, where the count is not
+    part of the text, it is the answer (no second count). In JSON the count is part of what is
+    counted: a few rounds find the value that stays the same once written (the search counted
+    the widest value, the budget, so it fits).
     """
+    if known is not None and response.format == "text":
+        updated = response.model_copy(update={"used_tokens": known.tokens})
+        return updated.with_measure(known.text, known.tokens)
     for _ in range(4):
         text = response.to_text()
         counted = counter.count(text)
@@ -343,16 +355,26 @@ def budget_response(
         skeleton = results[0].model_copy(update={"text": ""}).model_dump_json(exclude_none=True)
         costs = [n + counter.count(skeleton) + 1 for n in in_json]
     else:
-        costs = [(r.tokens or 0) + counter.count(r.header(offset + 1)) + 2 for r in results]
+        prefix = shared_folder([r.source for r in results])  # as the rendering shows sources
+        header = counter.count(results[0].header(offset + 1, prefix)) + 2  # one, as a guess
+        costs = [(r.tokens or 0) + header for r in results]
     k, room = 0, max_tokens - base
     while k < n and costs[k] <= room:
         room -= costs[k]
         k += 1
+    # Where even the stored counts, less a generous allowance for tokens that merge across
+    # joins (two a result), pass the budget, no longer prefix can fit: the search stops there,
+    # so a right guess costs one count.
+    reach, spent = 0, base
+    while reach < n and spent + costs[reach] - _JOIN_SLACK * (reach + 1) <= max_tokens:
+        spent += costs[reach]
+        reach += 1
     fitted = largest_prefix(
-        lambda j: page.assemble(j).to_text(), n, max_tokens, counter, lower=1, guess=max(k, 1)
-    )
+        lambda j: page.assemble(j).to_text(), max(reach, k, 1), max_tokens, counter, lower=1,
+        guess=max(k, 1),
+    )  # fmt: skip
     if fitted is not None:
-        return measure(page.assemble(fitted.size), counter)
+        return measure(page.assemble(fitted.size), counter, fitted)
     return _cut_first(page, results[0])
 
 
@@ -397,4 +419,4 @@ def _cut_first(page: _Page, first: SearchResult) -> SearchResponse:
             f"which needs {least} tokens; use max_tokens >= {least}"
         )
         raise StoreError(msg)
-    return measure(page.assemble(1, cut=cut_at(first.text[: fitted.size])), page.counter)
+    return measure(page.assemble(1, cut=cut_at(first.text[: fitted.size])), page.counter, fitted)
