@@ -21,6 +21,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_types import TextContent, ToolAnnotations
 from pydantic import Field
 
+from ragbudget._checks import check_int
 from ragbudget.counters import CounterSpec, TokenCounter, get_counter
 from ragbudget.mcp.json_trim import path_label
 from ragbudget.mcp.page_cache import PageCache
@@ -44,13 +45,8 @@ a worker thread."""
 
 
 def _check_budget(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        msg = f"{name} must be an int, got {value!r}"
-        raise TypeError(msg)
-    if value < MIN_MAX_TOKENS:
-        msg = f"{name} must be >= {MIN_MAX_TOKENS} (room for a notice), got {value:,}"
-        raise ValueError(msg)
-    return value
+    """A budget: an int with room for a notice (`MIN_MAX_TOKENS`)."""
+    return check_int(name, value, minimum=MIN_MAX_TOKENS)
 
 
 def _has_minimums(schema: Any) -> bool:
@@ -80,7 +76,8 @@ class TokenBudgetMiddleware(ToolInjectionMiddleware):
         `pip install 'ragbudget[mcp]'` (and `ragbudget[tiktoken]` for exact counts).
 
     Key init args:
-        max_tokens: the budget of every tool result (default 25,000, Claude Code's limit).
+        max_tokens: the budget of every tool result (default 14,500: Claude Code's 25,000-token
+            limit over ~1.7, the largest published inflation of Claude's tokenizers).
         counter: token counter spec (`ragbudget.get_counter`); default the calibrated
             estimate, as `ragbudget serve` uses; e.g. `"tiktoken:o200k_base"` for exact counts.
         tool_budgets: budgets for particular tools, by name (over `max_tokens`).
