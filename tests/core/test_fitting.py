@@ -76,6 +76,7 @@ prose = st.lists(
 @settings(max_examples=300, deadline=None)
 @given(text=prose, limit=st.integers(0, 200), marker=st.sampled_from(["", " [cut]"]))
 @example(text="One. Two three. Four five six.", limit=18, marker="")
+@example(text="alpha" * 21 + "\nalpha", limit=101, marker="")  # a boundary just past the cut
 def test_cut_text_is_the_best_cut_point(text: str, limit: int, marker: str) -> None:
     def render(part: str) -> str:
         return part + marker

@@ -20,7 +20,6 @@ guarantee (`tokens <= max_tokens`) never rests on that assumption.
 
 from __future__ import annotations
 
-import bisect
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -174,10 +173,10 @@ def snap_to_boundary(text: str, end: int) -> int:
     return points[-1] if points and points[-1] > int(end * MIN_KEEP) else end
 
 
-def _longest_chars(measure: _Measure, n_max: int, limit: int) -> tuple[int, int]:
-    """A window `(lo, hi)` around the longest fitting prefix length: lo fits (0 when nothing
-    does), hi + 1 does not. Secant steps on the measured tokens per character close in on it
-    with few counts, then bisection down to 1% of it."""
+def _longest_chars(measure: _Measure, n_max: int, limit: int) -> int:
+    """The longest prefix length that fits (0 when none does), for renderings that grow with
+    the prefix: secant steps on the measured tokens per character close in on it with few
+    counts, then bisection finds it exactly (the boundary rule needs the exact length)."""
     base = measure.size(0)
     lo, hi = 0, n_max
     guess = min(n_max, max(1, limit * 4))
@@ -185,21 +184,19 @@ def _longest_chars(measure: _Measure, n_max: int, limit: int) -> tuple[int, int]
         used = measure.size(guess)
         if used <= limit:
             lo = guess
-            if guess == hi:
-                return lo, hi
         else:
             hi = guess - 1
         if lo >= hi:
-            return lo, hi
+            return lo
         per_char = max(used - base, 1) / guess
         guess = min(max(int((limit - base) / per_char * 0.99), lo + 1), hi)
-    while hi - lo > max(16, lo // 100):
+    while lo < hi:
         mid = (lo + hi + 1) // 2
         if measure.fits(mid):
             lo = mid
         else:
             hi = mid - 1
-    return lo, hi
+    return lo
 
 
 def cut_text(
@@ -237,18 +234,12 @@ def cut_text(
     # No real tokenizer makes a token of more than a few dozen characters: past this bound,
     # counting would only read text that cannot fit.
     n_max = min(len(text) - 1, (max_tokens + 1) * 64)
-    lo, hi = _longest_chars(measure, n_max, max_tokens)
-    points = boundaries(text, hi) if at_boundary else []
-    if not points or points[-1] <= int(lo * MIN_KEEP):
-        points = list(range(lo, hi + 1))  # no boundary keeps enough: any character will do
-    # The exact answer among the cut points: the largest that fits (those up to lo do).
-    first = max(0, bisect.bisect_right(points, lo) - 1)
-    tail = points[first:]
-    j = _gallop(lambda i: measure.fits(tail[i]), 0, len(tail) - 1, len(tail) - 1)
-    if j is not None:
-        return measure.result(tail[j])
-    # Not even the cut point at or below lo fit: a counter whose counts are not monotone.
-    j = _gallop(lambda i: measure.fits(points[i]), 0, first, first)
+    longest = _longest_chars(measure, n_max, max_tokens)
+    points = boundaries(text, longest) if at_boundary else []
+    if not points:  # no boundary keeps enough: any character will do
+        return measure.result(longest)
+    # The largest boundary of the preferred kind that fits (all do, for a monotone counter).
+    j = _gallop(lambda i: measure.fits(points[i]), 0, len(points) - 1, len(points) - 1)
     return measure.result(points[j] if j is not None else 0)
 
 
