@@ -7,7 +7,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -92,13 +92,23 @@ def http_server(
     args: list[str], env: dict[str, str], stderr: IO[bytes] | int = subprocess.PIPE
 ) -> Iterator[str]:
     """`ragbudget serve --transport http ARGS` on a free loopback port: yields its /mcp URL."""
+    with http_process(
+        lambda port: [*serve_command(), *args, "--transport", "http", "--port", str(port)],
+        env,
+        stderr,
+    ) as url:
+        yield url
+
+
+@contextmanager
+def http_process(
+    command: Callable[[int], list[str]],
+    env: dict[str, str],
+    stderr: IO[bytes] | int = subprocess.PIPE,
+) -> Iterator[str]:
+    """`command(port)` started on a free loopback port and stopped after: yields its /mcp URL."""
     port = free_port()
-    proc = subprocess.Popen(
-        [*serve_command(), *args, "--transport", "http", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=stderr,
-        env=env,
-    )
+    proc = subprocess.Popen(command(port), stdout=subprocess.DEVNULL, stderr=stderr, env=env)
     try:
         wait_for_port(port, proc)
         yield f"http://127.0.0.1:{port}/mcp"

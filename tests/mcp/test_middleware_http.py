@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from fastmcp import Client
-from mcp_helpers import free_port, server_env, wait_for_port
+from mcp_helpers import http_process, server_env
 from middleware_helpers import texts, visible, whole_json, whole_text
 from ragbudget import TokenCounter
 from third_party_server import ITEMS, LOG, UNICODE
@@ -21,23 +20,9 @@ SCRIPT = Path(__file__).with_name("third_party_server.py")
 
 @pytest.fixture(scope="module")
 def url() -> Iterator[str]:
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, str(SCRIPT), str(port), str(BUDGET)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=server_env(),
-    )
-    try:
-        wait_for_port(port, proc)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        try:
-            proc.communicate(timeout=15)
-        except subprocess.TimeoutExpired:  # pragma: no cover
-            proc.kill()
-            proc.communicate()
+    command = [sys.executable, str(SCRIPT)]
+    with http_process(lambda port: [*command, str(port), str(BUDGET)], server_env()) as url:
+        yield url
 
 
 async def test_log_list_and_unicode_within_budget_and_paged_back(
