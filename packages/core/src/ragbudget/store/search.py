@@ -1,12 +1,12 @@
-"""Budgeted search responses: the rendered JSON a model reads stays within `max_tokens`.
+"""Budgeted search responses: the text a model reads stays within `max_tokens`.
 
-The budget covers the whole response as `SearchResponse.to_text()` renders it: the envelope,
-field names, ids, the notice and the truncation report, not just chunk texts. Records are
-fetched only as far down the ranking as the budget can reach (`fetch_ranked`). Stored token
-counts (when the counter is the store's) give a first guess of how many ranked results fit; one
-count of the rendered response checks it (and a few more only when the guess was off). A top
-result that does not fit on its own is cut at a good boundary with a visible marker, never sent
-whole.
+The budget covers the whole answer as `SearchResponse.to_text()` renders it, in its format: the
+results' headers and the notice (text), or the envelope, field names and escaping (JSON), not
+just chunk texts. Records are fetched only as far down the ranking as the budget can reach
+(`fetch_ranked`). Stored token counts (when the counter is the store's) guess how many ranked
+results fit; the budget primitive (`ragbudget.fitting`) counts the rendered answer from that
+guess, once when it is right. A top result that does not fit on its own is cut at a good
+boundary and flagged `cut`, never sent whole.
 """
 
 from __future__ import annotations
