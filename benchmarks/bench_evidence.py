@@ -12,9 +12,10 @@ questions whose answer file is among the results ("hit"), and the distinct sourc
   under a one-line header.
 - equal cuts: LlamaIndex's `PromptHelper` way: the top 10 chunks, each cut to an equal share
   of the budget (`budget / 10` tokens, header included).
-- store plain / store evidence: `DocumentStore.search(q, max_tokens=B, limit=50)` as before
-  issue 19 (`evidence=False`, the default) and with `evidence=True` (merged spans, no
-  near-duplicates, best-matching lines in fair shares); "+ cap 2/file" adds `max_per_source=2`.
+- store before / store now: `DocumentStore.search(q, max_tokens=B, limit=50)` as before
+  issue 19 (`evidence=False`: the plain ranked prefix) and as now by default (`evidence=True`:
+  merged spans, no near-duplicates, best-matching lines in fair shares, pages that partition
+  the ranking); "+ cap 2/file" adds `max_per_source=2`.
 - select(): `ragbudget.evidence.select` with its defaults on the same ranked chunks, each under
   a one-line header (what the plugins and any caller of the core get).
 
@@ -190,8 +191,8 @@ def main() -> None:
             "equal cuts": lambda qi, b: equal_cuts(ranked[qi], b, tc, QUESTIONS[qi][0]),
         }
         searches: dict[str, dict[str, Any]] = {
-            "store plain": {"evidence": False},
-            "store evidence": {"evidence": True},
+            "store before": {"evidence": False},
+            "store now": {"evidence": True},
             "  + cap 2/file": {"evidence": True, "max_per_source": 2},
         }
         for name, options in searches.items():

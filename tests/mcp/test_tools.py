@@ -187,3 +187,30 @@ async def test_stats_reports_store_and_limits(server: Any) -> None:
     assert data["counter_exact"] is True
     assert data["max_tokens_ceiling"] == 14_500  # exact counter: 25,000 over ~1.7
     assert data["ingest_roots"] == []
+
+
+async def test_search_merges_by_default_and_takes_plain_and_a_cap(
+    server: Any, exact_counter: TokenCounter
+) -> None:
+    """Evidence selection is the tool's default; `evidence=false` is the plain ranked prefix,
+    `max_per_source` caps the results per file, and a bad cap is a tool error naming it."""
+    query, budget = "decode a JSON document into objects", 1000
+    async with Client(server) as client:
+        calls = {
+            name: await client.call_tool_mcp("search", {"query": query, "max_tokens": budget,
+                                                        "limit": 30, **extra})
+            for name, extra in (("default", {}), ("plain", {"evidence": False}),
+                                ("capped", {"max_per_source": 1}))
+        }  # fmt: skip
+        with pytest.raises(ToolError, match="max_per_source"):
+            await client.call_tool("search", {"query": query, "max_per_source": 0})
+    pages = {name: SearchResponse.model_validate(c.structured_content) for name, c in calls.items()}
+    for name, call in calls.items():
+        assert not call.is_error and visible_tokens(call, exact_counter) <= budget, name
+    default, plain, capped = pages["default"], pages["plain"], pages["capped"]
+    assert {r.source for r in plain.results} <= {r.source for r in default.results}
+    assert len({r.source for r in default.results}) > len({r.source for r in plain.results})
+    assert [r.id for r in plain.results] == plain.accounted_ids()  # one chunk a result
+    sources = [r.source for r in capped.results]
+    assert len(sources) == len(set(sources))
+    assert capped.capped_ids and set(capped.capped_ids) <= set(capped.accounted_ids())

@@ -136,8 +136,25 @@ def test_search_explain_pictures_the_budget(runner: CliRunner, db: Path) -> None
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert "8 candidates, 700-token budget" in out
-    assert "kept" in out and "dropped" in out  # the first misfit; the rest "not reached"
+    assert ("kept" in out or "cut" in out) and "dropped" in out  # the first misfit
     assert re.search(r"[\d,]+ of 700 tokens \(\d+%\)", out), out
+
+
+def test_search_takes_plain_and_a_cap_per_file(runner: CliRunner, db: Path) -> None:
+    def search(*extra: str) -> dict[str, object]:
+        args = ["search", "decode JSON", "--db", str(db), "--max-tokens", "1500", "--limit",
+                "20", "--json", *extra]  # fmt: skip
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, result.output
+        answer: dict[str, object] = json.loads(result.stdout)
+        return answer
+
+    plain, capped = search("--plain"), search("--max-per-source", "1")
+    assert all("merged_ids" not in r for r in plain["results"])  # type: ignore[attr-defined]
+    sources = [r["source"] for r in capped["results"]]  # type: ignore[attr-defined]
+    assert len(sources) == len(set(sources))
+    bad = runner.invoke(app, ["search", "x", "--db", str(db), "--max-per-source", "0"])
+    assert bad.exit_code != 0 and "max-per-source" in bad.output
 
 
 def test_store_options_are_one_definition_on_every_command() -> None:

@@ -60,7 +60,7 @@ def test_evidence_answers_fit_and_show_the_files_text(
     store = stdlib_store_embedded
     args = {"max_tokens": budget, "limit": 20, "format": fmt, "counter": counter}
     try:
-        store.search(query, **args)  # type: ignore[arg-type]
+        store.search(query, evidence=False, **args)  # type: ignore[arg-type]
     except StoreError:  # a budget too small for any answer is as much an error as before
         with pytest.raises(StoreError, match="use max_tokens >="):
             store.search(query, evidence=True, max_per_source=cap, **args)  # type: ignore[arg-type]
@@ -78,7 +78,7 @@ def test_evidence_shows_every_file_the_plain_prefix_shows(
     stdlib_store_embedded: DocumentStore, query: str, budget: int
 ) -> None:
     store = stdlib_store_embedded
-    plain = store.search(query, max_tokens=budget, limit=20)
+    plain = store.search(query, max_tokens=budget, limit=20, evidence=False)
     more = store.search(query, max_tokens=budget, limit=20, evidence=True)
     assert {r.source for r in plain.results} <= {r.source for r in more.results}
     assert len({r.source for r in more.results}) >= len({r.source for r in plain.results})
@@ -88,7 +88,7 @@ def test_adjacent_chunks_of_a_file_come_back_as_one_result(
     stdlib_store_embedded: DocumentStore,
 ) -> None:
     store = stdlib_store_embedded
-    plain = store.search(QUERIES[1], max_tokens=100_000, limit=40)
+    plain = store.search(QUERIES[1], max_tokens=100_000, limit=40, evidence=False)
     merged = store.search(QUERIES[1], max_tokens=100_000, limit=40, evidence=True)
     assert len(merged.results) < len(plain.results)  # the header-folding code spans chunks
     spans: dict[str, list[tuple[int, int]]] = {}
@@ -106,11 +106,35 @@ def test_a_tight_budget_shows_more_files_through_best_matching_lines(
     stdlib_store_embedded: DocumentStore,
 ) -> None:
     store = stdlib_store_embedded
-    plain = store.search(QUERIES[2], max_tokens=600, limit=10)
+    plain = store.search(QUERIES[2], max_tokens=600, limit=10, evidence=False)
     more = store.search(QUERIES[2], max_tokens=600, limit=10, evidence=True)
     assert len(more.results) > len(plain.results)
     assert any(r.cut for r in more.results) and more.truncated
     assert more.notice is not None and "600-token budget" in more.notice
+
+
+@pytest.mark.parametrize(("budget", "cap"), [(300, None), (900, None), (2500, None), (900, 1)])
+@pytest.mark.parametrize("query", QUERIES[:3])
+def test_evidence_pages_partition_the_ranking(
+    stdlib_store_embedded: DocumentStore, query: str, budget: int, cap: int | None
+) -> None:
+    """Walking next_offset accounts for every ranked chunk exactly once: no repeats, no gaps."""
+    store = stdlib_store_embedded
+    limit, walked, offset = 60, [], 0
+    ranked = [i for i, _ in store._ranked(store._backend.require(), query, limit, None)]
+    pages = 0
+    while offset is not None and offset < limit:
+        page = store.search(
+            query, max_tokens=budget, limit=limit - offset, offset=offset, evidence=True,
+            max_per_source=cap, format="json",
+        )  # fmt: skip
+        ids = page.accounted_ids()
+        assert sorted(ids) == sorted(ranked[offset : offset + len(ids)])  # a run from offset
+        assert page.next_offset is None or page.next_offset == offset + len(ids)
+        walked += ids
+        offset, pages = page.next_offset, pages + 1
+        assert pages <= limit
+    assert sorted(walked) == sorted(ranked)
 
 
 def test_evidence_pages_continue_and_concise_is_unchanged(

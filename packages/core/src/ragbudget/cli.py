@@ -190,6 +190,20 @@ def search(
     concise: Annotated[bool, typer.Option(help="Short snippets and fewer fields.")] = False,
     file_type: Annotated[str | None, typer.Option(help="Only this extension, e.g. py.")] = None,
     directory: Annotated[Path | None, typer.Option(help="Only files under this folder.")] = None,
+    evidence: Annotated[
+        bool,
+        typer.Option(
+            "--evidence/--plain",
+            help=(
+                "Merge adjacent chunks of a file, leave duplicates out and show the best-matching "
+                "lines of long results under tight budgets (--plain: the ranked prefix of whole "
+                "chunks)."
+            ),
+        ),
+    ] = True,
+    max_per_source: Annotated[
+        int | None, typer.Option(help="Most results per file (with --evidence).", min=1)
+    ] = None,
     as_json: Json = False,
     explain: Annotated[
         bool,
@@ -206,7 +220,8 @@ def search(
         response = documents.search(
             query, limit=limit, max_tokens=max_tokens, offset=offset, concise=concise,
             file_type=file_type, directory=str(directory) if directory else None,
-            format="json" if as_json else "text", offset_hint=OFFSET_HINT,
+            format="json" if as_json else "text", offset_hint=OFFSET_HINT, evidence=evidence,
+            max_per_source=max_per_source,
         )  # fmt: skip
         if explain:
             where = str(directory) if directory else None

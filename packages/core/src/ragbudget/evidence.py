@@ -19,6 +19,7 @@ headers, copies of one text, one long file filling the budget. These pure functi
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import re
@@ -31,9 +32,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from ragbudget._checks import check_int
 from ragbudget.budget import _as_chunks, rank_chunks
 from ragbudget.counters import CounterSpec, get_counter
-from ragbudget.fitting import Fitted, cut_text, largest_prefix
+from ragbudget.fitting import Fitted, largest_prefix
 from ragbudget.models import Chunk
-from ragbudget.snippets import best_window, fair_shares, query_words
+from ragbudget.snippets import shared_snippets
 
 __all__ = [
     "EvidenceReport",
@@ -47,6 +48,11 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+_SHARE_ROUNDS = 3
+"""Rounds of fair shares: the first sized on results alone, the others adding what is left."""
+_MIN_SPARE = 8
+"""Tokens per result left over that are worth another round."""
 
 Render = Callable[[list[Chunk]], str]
 """What a model reads for the kept chunks, in order; `select` measures it whole."""
@@ -192,7 +198,7 @@ def dedupe(
     for chunk in chunks:
         norm = " ".join(chunk.text.split())
         sh = _shingles(chunk.text, shingle)
-        twin = next((k.id for k, n, s in kept if n == norm or _jaccard(sh, s) >= threshold), None)
+        twin = next((k.id for k, n, s in kept if n == norm or _near(sh, s, threshold)), None)
         if twin is None:
             kept.append((chunk, norm, sh))
         else:
@@ -202,6 +208,15 @@ def dedupe(
 
 def _jaccard(a: frozenset[Any], b: frozenset[Any]) -> float:
     return len(a & b) / len(a | b) if a | b else 1.0
+
+
+def _near(a: frozenset[Any], b: frozenset[Any], threshold: float) -> bool:
+    """`_jaccard(a, b) >= threshold`, without the set operations when the sizes alone rule it
+    out (the similarity is at most the smaller size over the larger)."""
+    small, large = sorted((len(a), len(b)))
+    if small < threshold * large:
+        return False
+    return _jaccard(a, b) >= threshold
 
 
 def diversify(
@@ -392,11 +407,23 @@ def select(
     # Without snippets, only a top result too large to fit whole is cut (as `fit` does).
     target = max(1, min(max_results, max_tokens // min_share)) if snippets else 1
     if min(target, len(ranked)) > len(kept):
-        shared = _shared(ranked[:target], costs, max_tokens - base, tc, draw, query, positions)
-        more = largest_prefix(lambda k: draw(shared[:k]), len(shared), max_tokens, tc)
-        # The prefix's results are the floor: the shared answer must hold every one of them.
-        if more is not None and {c.id for c in kept} <= {c.id for c in shared[: more.size]}:
+        # Shares are sized on each result rendered alone; together they cost less (a notice
+        # said once, shorter paths), so the budget left over is shared out again.
+        room = max_tokens - base
+        for _ in range(_SHARE_ROUNDS):
+            shared = shared_snippets(ranked[:target], costs, room, tc, draw, query, positions)
+            more = largest_prefix(
+                functools.partial(_first, draw, shared), len(shared), max_tokens, tc
+            )
+            # The prefix's results are the floor: the shared answer must hold every one (and
+            # a later round, every result of the round before).
+            if more is None or not {c.id for c in kept} <= {c.id for c in shared[: more.size]}:
+                break
             kept, fitted = shared[: more.size], more
+            spare = max_tokens - more.tokens
+            if more.size < len(shared) or spare < _MIN_SPARE * len(shared):
+                break
+            room += spare
     kept_ids = [c.id for c in kept]
     shown = set(kept_ids)
     originals = {c.id: c.text for c in ranked}
@@ -420,6 +447,11 @@ def select(
     return EvidenceResult(chunks=kept, text=fitted.text, report=report)
 
 
+def _first(draw: Render, chunks: list[Chunk], k: int) -> str:
+    """The rendering of the first `k` of `chunks`."""
+    return draw(chunks[:k])
+
+
 def _prefix(
     ranked: list[Chunk], costs: list[int], max_tokens: int, tc: Any, draw: Render
 ) -> tuple[list[Chunk], Fitted]:
@@ -431,59 +463,3 @@ def _prefix(
     fitted = largest_prefix(lambda j: draw(ranked[:j]), len(ranked), max_tokens, tc, guess=k)
     assert fitted is not None  # the caller checked that draw([]) fits
     return ranked[: fitted.size], fitted
-
-
-def _shared(
-    ranked: list[Chunk],
-    costs: list[int],
-    room: int,
-    tc: Any,
-    draw: Render,
-    query: str | None,
-    positions: Positions,
-) -> list[Chunk]:
-    """`ranked` each within a fair share of `room` (two tokens a result kept for the joins),
-    one larger than its share cut to its best-matching lines; those that cannot hold a line
-    leave."""
-    n = len(ranked)
-    shares = fair_shares(costs[:n], room - 2 * n)
-    words = query_words(query)
-    out: list[Chunk] = []
-    for chunk, cost, share in zip(ranked, costs, shares, strict=False):
-        if cost <= share:
-            out.append(chunk)
-            continue
-        part = _best_lines(chunk, cost, share, words, tc, draw, positions)
-        if part is not None:
-            out.append(part)
-    return out
-
-
-def _best_lines(
-    chunk: Chunk,
-    cost: int,
-    share: int,
-    words: list[str],
-    tc: Any,
-    draw: Render,
-    positions: Positions,
-) -> Chunk | None:
-    """The part of `chunk` from the start of its window of lines (about `share` tokens long)
-    that mentions the query's words most, cut to fit `share` in the rendering."""
-    text = chunk.text
-    offset = best_window(text, words, max(1, len(text) * share // max(cost, 1)))
-    base = tc.count(draw([]))
-    span = positions.span(chunk)
-    first = positions.first_line(chunk)
-    line = None if first is None else first + text.count("\n", 0, offset)
-
-    def place(kept: str) -> Chunk:
-        kept = kept.rstrip()
-        if span is None:
-            return chunk.model_copy(update={"text": kept})
-        return positions.moved(chunk, kept, span[1] + offset, line)
-
-    fitted = cut_text(text[offset:], base + share, tc, render=lambda t: draw([place(t)]))
-    if fitted is None or not text[offset : offset + fitted.size].strip():
-        return None
-    return place(text[offset : offset + fitted.size])

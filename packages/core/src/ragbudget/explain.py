@@ -15,14 +15,26 @@ __all__ = ["explain_search"]
 Candidate = tuple[str, str, float, "int | None"]
 """(id, source, score, stored token count), as `DocumentStore.candidates` gives them."""
 
-_STYLE = {"kept": "green", "cut": "yellow", "dropped": "red", "not reached": "dim"}
+_STYLE = {
+    "kept": "green",
+    "cut": "yellow",
+    "merged": "cyan",
+    "duplicate": "cyan",
+    "capped": "magenta",
+    "dropped": "red",
+    "not reached": "dim",
+}
 
 
 def explain_search(response: SearchResponse, candidates: list[Candidate]) -> RenderableType:
-    """A table of the ranked candidates (rank, score, tokens, what the budget did with each)
-    and a bar of the budget the answer spends."""
+    """A table of the ranked candidates (rank, score, tokens, what the answer did with each:
+    kept, cut, merged into a span, left out as a duplicate or by the cap per file, dropped
+    where the budget ran out, not reached) and a bar of the budget the answer spends."""
     kept = {r.id: r for r in response.results}
-    first_out = response.offset + len(response.results)
+    folded = {m: "merged" for r in response.results for m in r.merged_ids or ()}
+    folded.update({d: "duplicate" for r in response.results for d in r.duplicate_ids or ()})
+    folded.update(dict.fromkeys(response.capped_ids or (), "capped"))
+    first_out = response.next_offset if response.next_offset is not None else len(candidates)
     table = Table(title=f"{len(candidates)} candidates, {response.max_tokens:,}-token budget")
     for column, justify in (("rank", "right"), ("score", "right"), ("tokens", "right"),
                             ("status", "left"), ("source", "left")):  # fmt: skip
@@ -33,7 +45,7 @@ def explain_search(response: SearchResponse, candidates: list[Candidate]) -> Ren
             status = "cut" if result.cut else "kept"
             shown = result.tokens if result.tokens is not None else tokens
         else:
-            status = "dropped" if rank == first_out else "not reached"
+            status = folded.get(id_) or ("dropped" if rank == first_out else "not reached")
             shown = tokens
         table.add_row(
             str(rank + 1),

@@ -3,14 +3,26 @@
 When a budget cannot hold every result whole, each gets a fair share (`fair_shares`: max-min
 fairness, a result smaller than its share keeps all of it and the rest goes to the others),
 and a result larger than its share keeps its window of lines that mentions the query's words
-most (`best_window`), instead of being dropped with every result after it.
+most (`best_window`), instead of being dropped with every result after it (`shared_snippets`, which
+`ragbudget.evidence.select` uses).
 """
 
 from __future__ import annotations
 
+import bisect
 import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["best_window", "fair_shares", "query_words"]
+from ragbudget.fitting import cut_text, largest_prefix
+from ragbudget.models import Chunk
+
+if TYPE_CHECKING:
+    from ragbudget.evidence import Positions
+
+__all__ = ["best_window", "fair_shares", "query_words", "shared_snippets"]
+
+_NEWLINE = re.compile("\n")
 
 _STOP = frozenset([
     "the", "and", "for", "with", "from", "that", "this", "into", "over", "when", "what",
@@ -78,3 +90,72 @@ def best_window(text: str, words: list[str], chars: int) -> int:
     while first > 0 and len(text) - starts[first - 1] <= chars:
         first -= 1
     return starts[first]
+
+
+def shared_snippets(
+    ranked: list[Chunk],
+    costs: list[int],
+    room: int,
+    tc: Any,
+    draw: Callable[[list[Chunk]], str],
+    query: str | None,
+    positions: Positions,
+) -> list[Chunk]:
+    """`ranked` each within a fair share of `room` (two tokens a result kept for the joins)
+    as `draw` renders it alone,
+    one larger than its share cut to its best-matching lines; those that cannot hold a line
+    leave."""
+    n = len(ranked)
+    shares = fair_shares(costs[:n], room - 2 * n)
+    words = query_words(query)
+    out: list[Chunk] = []
+    for chunk, cost, share in zip(ranked, costs, shares, strict=False):
+        if cost <= share:
+            out.append(chunk)
+            continue
+        part = _best_lines(chunk, cost, share, words, tc, draw, positions)
+        if part is not None:
+            out.append(part)
+    return out
+
+
+def _best_lines(
+    chunk: Chunk,
+    cost: int,
+    share: int,
+    words: list[str],
+    tc: Any,
+    draw: Callable[[list[Chunk]], str],
+    positions: Positions,
+) -> Chunk | None:
+    """The part of `chunk` from the start of its window of lines (about `share` tokens long)
+    that mentions the query's words most, cut to fit `share` in the rendering."""
+    text = chunk.text
+    offset = best_window(text, words, max(1, len(text) * share // max(cost, 1)))
+    base = tc.count(draw([]))
+    span = positions.span(chunk)
+    first = positions.first_line(chunk)
+    line = None if first is None else first + text.count("\n", 0, offset)
+
+    def place(kept: str) -> Chunk:
+        kept = kept.rstrip()
+        if span is None:
+            return chunk.model_copy(update={"text": kept})
+        return positions.moved(chunk, kept, span[1] + offset, line)
+
+    rest = text[offset:]
+    # Whole lines first (a few counts: the guess is the share's characters at the chunk's
+    # own tokens per character); a first line too long for the share is cut inside.
+    ends = [m.start() for m in _NEWLINE.finditer(rest)] + [len(rest)]
+    guess = bisect.bisect_right(ends, len(text) * share // max(cost, 1))
+    whole = largest_prefix(
+        lambda k: draw([place(rest[: ends[k - 1]])]), len(ends), base + share, tc, lower=1,
+        guess=max(guess, 1),
+    )  # fmt: skip
+    size = ends[whole.size - 1] if whole is not None else None
+    if size is None:
+        fitted = cut_text(rest, base + share, tc, render=lambda t: draw([place(t)]))
+        size = None if fitted is None else fitted.size
+    if size is None or not rest[:size].strip():
+        return None
+    return place(rest[:size])

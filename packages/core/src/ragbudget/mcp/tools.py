@@ -201,12 +201,25 @@ async def search(
         ),
     ] = None,
     format: FormatArg = "text",
+    evidence: Annotated[
+        bool,
+        Field(
+            description=(
+                "Merge adjacent chunks of a file into one span, leave duplicates out, and under "
+                "tight budgets show the best-matching lines of long results (false: the ranked "
+                "prefix of whole chunks)."
+            )
+        ),
+    ] = True,
+    max_per_source: Annotated[
+        int | None, Field(description="Most results per file (with evidence).", ge=1, le=1000)
+    ] = None,
 ) -> ToolResult:
     """Search the indexed documents; the response always fits `max_tokens`.
 
     Results are ranked chunks with their source file and line span. When the budget cuts the
     list short, the response says how many were left out and the `offset` to continue from;
-    read a whole file in pages with `read_document`.
+    adjacent chunks of one file come back as one span. Read a whole file with `read_document`.
     """
     state = await _state(ctx)
 
@@ -221,6 +234,8 @@ async def search(
             directory=directory,
             counter=state.counter_for(format),
             format=format,
+            evidence=evidence,
+            max_per_source=max_per_source,
         )
 
     def warning(response: SearchResponse, budget: int) -> str | None:

@@ -90,6 +90,17 @@ class SearchResult(BaseModel):
         default=None,
         description="True when `text` was cut to fit the budget (None when concise).",
     )
+    merged_ids: list[str] | None = Field(
+        default=None,
+        description=(
+            "Ids of later-ranked chunks of the same file merged into this span (their overlap "
+            "shown once); None when none were."
+        ),
+    )
+    duplicate_ids: list[str] | None = Field(
+        default=None,
+        description="Ids of (near-)duplicate chunks left out for this one; None when none were.",
+    )
 
     def header(self, rank: int, prefix: str = "") -> str:
         """The one line a model reads above this result's text (its source less `prefix`)."""
@@ -111,6 +122,22 @@ class SearchResponse(_Rendered):
         default=None, description="The offset that continues the ranked list; None at its end."
     )
     truncated: bool = Field(description="True when the budget left results out or cut one.")
+    capped_ids: list[str] | None = Field(
+        default=None,
+        description=(
+            "Ids on this page left out by the cap per file (`max_per_source`); later pages do "
+            "not show them. None when the cap left none out."
+        ),
+    )
+
+    def accounted_ids(self) -> list[str]:
+        """Every ranked id this page accounts for: each result's, the ids merged into it and
+        its duplicates, and the ids the cap per file left out. Pages walked by `next_offset`
+        account for each ranked id exactly once."""
+        ids: list[str] = []
+        for r in self.results:
+            ids += [r.id, *(r.merged_ids or ()), *(r.duplicate_ids or ())]
+        return ids + list(self.capped_ids or ())
 
     def render_text(self) -> str:
         """Each result's header line and verbatim text, then the notice once. When several

@@ -188,8 +188,14 @@ class _Page:
         cut: SearchResult | None,
         next_offset: int | None,
         truncated: bool,
+        *,
+        covered: int | None = None,
+        capped: list[str] | None = None,
     ) -> SearchResponse:
-        """The response showing `results` on this page, with its notice."""
+        """The response showing `results` on this page, with its notice. `covered`: how many
+        ranks from the offset the results account for (merged spans and duplicates take in
+        more than one; default: one each); `capped`: ids the cap per file left out."""
+        k = len(results) if covered is None else covered
         return SearchResponse(
             results=results,
             total_count=self.total,
@@ -200,15 +206,21 @@ class _Page:
             max_tokens=self.max_tokens,
             counter=self.counter.name,
             format=self.rendering.format,
-            notice=self._notice(len(results), truncated, cut, next_offset),
+            notice=self._notice(k, truncated, cut, next_offset, len(capped or ())),
+            capped_ids=capped or None,
         )
 
     def _notice(
-        self, k: int, truncated: bool, cut: SearchResult | None, next_offset: int | None
+        self,
+        k: int,
+        truncated: bool,
+        cut: SearchResult | None,
+        next_offset: int | None,
+        capped: int = 0,
     ) -> str | None:
         if self.total == 0:
             return "[No results: the collection holds no matching chunks]"
-        if not truncated and next_offset is None:
+        if not truncated and next_offset is None and not capped:
             return None
         shown = f"results {self.offset + 1}-{self.offset + k}" if k else "no results"
         text = f"[Showing {shown} of {self.total:,}"
@@ -216,6 +228,8 @@ class _Page:
             text += f" ({self.max_tokens:,}-token budget)"
         if cut is not None:
             text += f"; cut to fit: {cut.id}"
+        if capped:
+            text += f"; {capped} left out by the cap per file"
         if next_offset is not None:
             text += self.rendering.more(next_offset)
         return text + "]"

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ragbudget.counters import TokenCounter
-from ragbudget.evidence import select
+from ragbudget.evidence import EvidenceReport, select
 from ragbudget.models import Chunk
 from ragbudget.store.errors import StoreError
 from ragbudget.store.models import SearchResponse, SearchResult
@@ -23,14 +23,15 @@ from ragbudget.store.search import TEXT, Hit, Rendering, _Page, budget_response,
 
 __all__ = ["evidence_response", "respond"]
 
-_ROUNDS = 3
+_TRIES = 6
+"""Selections a page may take: a narrower reach, or the excess taken off the budget."""
 
 
 def respond(
     hits: Sequence[Hit],
     *,
     concise: bool,
-    evidence: bool = False,
+    evidence: bool = True,
     max_per_source: int | None = None,
     **page: Any,
 ) -> SearchResponse:
@@ -61,12 +62,25 @@ def evidence_response(
 ) -> SearchResponse:
     """The most distinct evidence among `hits` (ranked) whose rendered response counts at most
     `max_tokens`; `budget_response`'s answer when nothing can be gained (no hits, or the budget
-    cannot hold even one result's share)."""
-    if not hits:
+    cannot hold even one result's share).
+
+    Pages stay a partition of the ranking: a page accounts for a run of ranks from its offset
+    (each shown, merged into a shown span, or left out as a duplicate of a shown text; or
+    left out by the cap per file, said in `capped_ids`) and `next_offset` is the first rank
+    after that run. Should the selection merge or dedupe a chunk ranked past the first one it
+    had to leave out, it runs again on the hits before that one, so that the next page never
+    repeats what this one showed.
+    """
+
+    def plain() -> SearchResponse:
+        """The plain ranked prefix, where the evidence selection gains nothing."""
         return budget_response(
             hits, query=query, offset=offset, total_count=total_count, max_tokens=max_tokens,
             counter=counter, concise=False, rendering=rendering,
         )  # fmt: skip
+
+    if not hits:
+        return plain()
     by_id = {h.id: h for h in hits}
     chunks = [
         Chunk(id=h.id, text=h.document, score=1.0 - h.distance, metadata=h.metadata) for h in hits
@@ -75,25 +89,27 @@ def evidence_response(
         [], offset=offset, total_count=total_count, max_tokens=max_tokens, counter=counter,
         rendering=rendering,
     )  # fmt: skip
+    rank = {h.id: i for i, h in enumerate(hits)}
+    more = offset + len(hits) < total_count
+
     # Inside the selection, each candidate is rendered with the longest notice it could get
     # (truncated, a result cut, continuing after the last hit); the real notice is set after,
     # and the response measured again. Should it count more, the selection runs again with
     # the excess taken off the budget.
-    rank = {h.id: i for i, h in enumerate(hits)}
-    budget = max_tokens
-    for _ in range(_ROUNDS):
+    def render(kept: list[Chunk]) -> str:
+        results = [
+            _result(c, by_id[c.id], counter, exact=False, cut=_shorter(c, by_id[c.id]))
+            for c in kept
+        ]
+        longest = max(results, key=_id_length, default=None)
+        return page.response(results, longest, offset + len(hits), True).to_text()
 
-        def render(kept: list[Chunk]) -> str:
-            results = [
-                _result(c, by_id[c.id], counter, exact=False, cut=_shorter(c, by_id[c.id]))
-                for c in kept
-            ]
-            longest = max(results, key=_id_length, default=None)
-            return page.response(results, longest, offset + len(hits), True).to_text()
-
+    budget, reach = max_tokens, len(hits)
+    remembered = _Remembered(counter)  # the tries render many of the same candidates
+    for _ in range(_TRIES):
         try:
             got = select(
-                chunks, budget, counter=counter, query=query, render=render,
+                chunks[:reach], budget, counter=remembered, query=query, render=render,
                 max_per_source=max_per_source,
             )  # fmt: skip
         except ValueError:
@@ -101,29 +117,84 @@ def evidence_response(
         if not got.chunks:
             break
         report = got.report
+        left = min((rank[i] for i in report.dropped_ids), default=None)
+        if left is not None and _reaches_past(report, rank, left):
+            reach = left  # this page ends before `left`: nothing past it may be shown
+            continue
+        covered = reach if left is None else left
+        next_offset = offset + covered if covered < len(hits) or more else None
         cut = set(report.cut_ids)
+        twins, capped = _duplicates(report)
         results = [
-            _result(c, by_id[c.id], counter, exact=True, cut=c.id in cut) for c in got.chunks
-        ]
-        left = [rank[i] for i in [*report.dropped_ids, *report.capped_ids]]
-        more = offset + len(hits) < total_count
-        next_offset = offset + min(left) if left else (offset + len(hits) if more else None)
-        truncated = bool(left or cut or report.deduped)
+            _result(
+                c, by_id[c.id], counter, exact=True, cut=c.id in cut,
+                merged=report.merged.get(c.id), duplicates=twins.get(c.id),
+            )
+            for c in got.chunks
+        ]  # fmt: skip
         first_cut = next((r for r in results if r.cut), None)
-        response = page.response(results, first_cut, next_offset, truncated)
-        if counter.count(response.to_text()) <= max_tokens:
+        response = page.response(
+            results, first_cut, next_offset, covered < len(hits) or bool(cut), covered=covered,
+            capped=sorted((i for i in capped if rank[i] < covered), key=rank.__getitem__),
+        )  # fmt: skip
+        size = counter.count(response.to_text())
+        if size <= max_tokens:
             return measure(response, counter)
-        budget -= counter.count(response.to_text()) - max_tokens
+        budget -= size - max_tokens
         if budget <= 0:
             break
-    return budget_response(
-        hits, query=query, offset=offset, total_count=total_count, max_tokens=max_tokens,
-        counter=counter, concise=False, rendering=rendering,
-    )  # fmt: skip
+    return plain()
+
+
+class _Remembered:
+    """`counter`, each text counted once: the selection's tries render the same candidates."""
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self._counter = counter
+        self._seen: dict[str, int] = {}
+        self.name, self.exact = counter.name, counter.exact
+
+    def count(self, text: str) -> int:
+        n = self._seen.get(text)
+        if n is None:
+            n = self._seen[text] = self._counter.count(text)
+        return n
+
+
+def _reaches_past(report: EvidenceReport, rank: dict[str, int], left: int) -> bool:
+    """Whether the selection showed, merged or deduped a hit ranked after `left`."""
+    taken = [
+        *report.kept_ids,
+        *report.deduped,
+        *(m for members in report.merged.values() for m in members),
+    ]
+    return any(rank[i] > left for i in taken)
+
+
+def _duplicates(report: EvidenceReport) -> tuple[dict[str, list[str]], list[str]]:
+    """Each shown id -> the ids left out as duplicates of its text (or of a chunk merged into
+    its span), and the ids the cap left out (with the duplicates of capped chunks)."""
+    owner = {k: k for k in report.kept_ids}
+    owner.update({m: k for k, members in report.merged.items() for m in members})
+    twins: dict[str, list[str]] = {}
+    capped = list(report.capped_ids)
+    for gone, twin in report.deduped.items():
+        if twin in owner:
+            twins.setdefault(owner[twin], []).append(gone)
+        else:  # a duplicate of a chunk the cap left out
+            capped.append(gone)
+    return twins, capped
 
 
 def _result(
-    chunk: Chunk, hit: Hit, counter: TokenCounter, *, exact: bool, cut: bool = False
+    chunk: Chunk,
+    hit: Hit,
+    counter: TokenCounter,
+    *,
+    exact: bool,
+    cut: bool = False,
+    merged: list[str] | None = None,
+    duplicates: list[str] | None = None,
 ) -> SearchResult:
     """The result showing `chunk` (a hit, a merged span, or a part of either)."""
     meta = chunk.metadata
@@ -140,6 +211,8 @@ def _result(
         text=chunk.text,
         tokens=tokens,
         cut=cut,
+        merged_ids=merged or None,
+        duplicate_ids=duplicates,
     )
 
 

@@ -330,7 +330,7 @@ class DocumentStore:
         counter: CounterSpec = None,
         format: Format = "text",
         offset_hint: str = "offset={offset}",
-        evidence: bool = False,
+        evidence: bool = True,
         max_per_source: int | None = None,
     ) -> SearchResponse:
         """The best-ranked chunks for `query` whose rendered response fits `max_tokens`.
@@ -340,7 +340,13 @@ class DocumentStore:
         `file_type` ("py", "md", ...) and `directory` filter by file. `format` is how the
         answer renders (`to_text()`): "text" (results verbatim under one-line headers) or
         "json"; the budget holds for that rendering. `offset_hint` is how notices name the
-        continuation (`--offset {offset}` for a shell). `evidence`, `max_per_source`: see `respond`.
+        continuation (`--offset {offset}` for a shell).
+
+        `evidence` (the default) spends the budget on distinct evidence: adjacent chunks of a
+        file merge into one span, duplicates leave, and when the budget cannot hold the results
+        it should show, each gets a fair share and a long one shows its lines that best match
+        the query (see `ragbudget.store.selection`); False: the plain ranked prefix of whole
+        chunks. `max_per_source` caps the results per file (with `evidence`).
         """
         if not isinstance(query, str) or not query.strip():
             msg = f"query must be a non-empty string, got {shown(query)}"
