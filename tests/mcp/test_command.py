@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,9 @@ def test_the_command_line_server_beats_the_environment_db(app: typer.Typer, tmp_
     assert result.exit_code == 0, result.output
     assert "serving collection 'documents' of http://127.0.0.1:9" in result.stderr
     assert result.stdout == ""
+    for thread in threading.enumerate():  # its store opener must not log into a later test
+        if thread.name == "ragbudget-open-store":
+            thread.join(timeout=60)
 
 
 @pytest.mark.parametrize(

@@ -8,10 +8,12 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,21 @@ RAGBUDGET = Path(sys.executable).with_name("ragbudget")
 COPIES = 300
 """Files one change adds: a sync of them writes several batches, so a kill lands mid-sync."""
 Snapshot = Callable[[DocumentStore], dict[str, tuple[Any, ...]]]
+
+
+def _copies_written(db: Path) -> bool:
+    """Whether Chroma's database holds a chunk of a copy yet (read-only; a locked or not yet
+    created database reads as no). The size of the file is no sign: pruning writes first."""
+    try:
+        with closing(sqlite3.connect(f"file:{db / 'chroma.sqlite3'}?mode=ro", uri=True)) as con:
+            row = con.execute(
+                "SELECT 1 FROM embedding_metadata WHERE key = 'source' AND string_value LIKE ?"
+                " LIMIT 1",
+                ("%/copy_%",),
+            ).fetchone()
+    except sqlite3.Error:
+        return False
+    return row is not None
 
 
 def test_watch_without_watchfiles_says_what_to_install(
@@ -61,11 +78,9 @@ def test_watch_syncs_and_a_killed_sync_ends_as_a_clean_ingest(
             (corpus / f"copy_{i:03}.py").write_text(f"# copy {i}\n{source}")
         while not (line := proc.stderr.readline()).startswith("syncing "):
             assert proc.poll() is None, "the watch stopped"
-        sqlite = db / "chroma.sqlite3"
-        before = sqlite.stat().st_size
         deadline = time.monotonic() + 120
-        while sqlite.stat().st_size == before and time.monotonic() < deadline:
-            time.sleep(0.05)  # until the sync's first batch is written
+        while not _copies_written(db) and time.monotonic() < deadline:
+            time.sleep(0.05)  # until the sync's first batch of copies is written
         assert proc.poll() is None, "the sync ended before the kill"
         proc.send_signal(signal.SIGKILL)
     finally:
