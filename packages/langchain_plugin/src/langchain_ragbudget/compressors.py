@@ -88,8 +88,9 @@ class TokenBudgetCompressor(
         query: str,
         callbacks: Callbacks | None = None,
     ) -> Sequence[Document]:
-        """The best `documents` that fit the budget (copies); `query` is not used."""
-        docs, info = self._budget(documents, self.k)
+        """The best `documents` that fit the budget (copies); with `snippets`, `query` chooses
+        the lines a cut document keeps."""
+        docs, info = self._budget(documents, self.k, query)
         dispatch_truncation(info, callbacks)
         return docs
 
@@ -101,7 +102,7 @@ class TokenBudgetCompressor(
         callbacks: Callbacks | None = None,
     ) -> Sequence[Document]:
         """Async `compress_documents`: awaits async callback handlers."""
-        docs, info = self._budget(documents, self.k)
+        docs, info = self._budget(documents, self.k, query)
         await adispatch_truncation(info, callbacks)
         return docs
 

@@ -106,7 +106,7 @@ class TokenBudgetRetriever(BudgetOptions, BaseRetriever):
         fetched = self.base_retriever.invoke(
             query, config={"callbacks": run_manager.get_child()}, **kwargs
         )
-        docs, info = self._budget(fetched, limit)
+        docs, info = self._budget(fetched, limit, query)
         dispatch_truncation(info, run_manager.get_child())
         return docs
 
@@ -123,7 +123,7 @@ class TokenBudgetRetriever(BudgetOptions, BaseRetriever):
         fetched = await self.base_retriever.ainvoke(
             query, config={"callbacks": run_manager.get_child()}, **kwargs
         )
-        docs, info = self._budget(fetched, limit)
+        docs, info = self._budget(fetched, limit, query)
         await adispatch_truncation(info, run_manager.get_child())
         return docs
 
