@@ -39,6 +39,8 @@ from ragbudget.store import DocumentStore
 
 Record = tuple[str, str, dict[str, Any], float]
 """(id, text, metadata, score) of one ranked chunk."""
+Run = Callable[[list[Record], str, int], set[str]]
+"""What a plugin shows of the ranked records for a query at a budget: the files."""
 
 OPTIONS: dict[str, dict[str, Any]] = {
     "off (default)": {},
@@ -73,20 +75,21 @@ def nodes(records: list[Record]) -> list[NodeWithScore]:
     return out
 
 
-def langchain(counter: Any, options: dict[str, Any]) -> Callable[[list[Record], str, int], set[str]]:
+def langchain(counter: Any, options: dict[str, Any]) -> Run:
     def run(records: list[Record], query: str, budget: int) -> set[str]:
         budgeted = TokenBudgetCompressor(max_tokens=budget, counter=counter,
                                          document_formatter=PROMPT, **options)  # fmt: skip
-        return {d.metadata["source"] for d in budgeted.compress_documents(documents(records), query)}
+        docs = budgeted.compress_documents(documents(records), query)
+        return {d.metadata["source"] for d in docs}
 
     return run
 
 
-def llamaindex(counter: Any, options: dict[str, Any]) -> Callable[[list[Record], str, int], set[str]]:
+def llamaindex(counter: Any, options: dict[str, Any]) -> Run:
     def run(records: list[Record], query: str, budget: int) -> set[str]:
         pp = TokenBudgetPostprocessor(max_tokens=budget, counter=counter, **options)
-        return {n.node.metadata["file_path"] for n in pp.postprocess_nodes(nodes(records),
-                                                                          query_str=query)}  # fmt: skip
+        kept = pp.postprocess_nodes(nodes(records), query_str=query)
+        return {n.node.metadata["file_path"] for n in kept}
 
     return run
 

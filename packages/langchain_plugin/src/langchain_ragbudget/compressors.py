@@ -32,7 +32,7 @@ class TokenBudgetCompressor(
     than wraps: pipe a retriever into it (`retriever | budget`), or give it to a
     `ContextualCompressionRetriever` / `DocumentCompressorPipeline` (from `langchain-classic`)
     as a `BaseDocumentCompressor`. The query is not needed to budget: documents are ranked by
-    their metadata score (else kept in the order given).
+    their metadata score (else kept in the order given); only `snippets` reads the query.
 
     Setup:
         ```bash
@@ -41,7 +41,9 @@ class TokenBudgetCompressor(
 
     Key init args:
         max_tokens, counter, strategy, oversize, k, score_key, document_formatter,
-        document_separator: as for `TokenBudgetRetriever`.
+        document_separator, merge_adjacent, dedupe, snippets, max_per_source, mmr,
+        embeddings: as for `TokenBudgetRetriever`. Snippets use the query that
+        `compress_documents` is given; as an LCEL step there is none (first lines).
 
     Instantiate:
         ```python

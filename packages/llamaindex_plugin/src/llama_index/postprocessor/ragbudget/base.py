@@ -58,6 +58,13 @@ class TokenBudgetPostprocessor(BaseNodePostprocessor):
         metadata_mode: MetadataMode
             Which rendering to count (default ``MetadataMode.LLM``, what the response
             synthesizers send). ``MetadataMode.NONE`` counts the bare text.
+        merge_adjacent, dedupe, max_per_source, mmr, snippets: bool / int / float
+            More evidence per token, all off by default (docs/llamaindex.md, "More evidence
+            per token"): adjacent nodes of one Document (its SOURCE relationship,
+            ``start_char_idx``/``end_char_idx``) merged, near-duplicates left out, a cap per
+            Document, an MMR order (on ``node.embedding`` where every node has one), and, at a
+            tight budget, the lines of more nodes that best match the query. They need
+            ``strategy="stop"`` and ``oversize="truncate"``.
 
     Instantiate:
         .. code-block:: python
@@ -76,6 +83,15 @@ class TokenBudgetPostprocessor(BaseNodePostprocessor):
             for n in response.source_nodes:
                 print(n.node.node_id, n.node.metadata["ragbudget"])
                 # {'tokens': 812, 'rank': 0, 'cut': False}
+
+    More evidence per token (nodes from SentenceSplitter or another node parser):
+        .. code-block:: python
+
+            budget = TokenBudgetPostprocessor(max_tokens=1000, merge_adjacent=True,
+                                              dedupe=True, snippets=True)
+            kept = budget.postprocess_nodes(nodes, query_str="how are retries configured")
+            kept[0].node.metadata["ragbudget"]
+            # {'tokens': ..., 'rank': 0, 'cut': True, 'merged_ids': [...]}
 
     Directly:
         .. code-block:: python
