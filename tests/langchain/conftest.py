@@ -8,6 +8,9 @@ import pytest
 from _lc_parts import HashingEmbedding, stdlib_docstring_documents
 from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore
+from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+SPLIT_FILES = ("json/decoder.py", "json/encoder.py", "json/scanner.py")
 
 
 @pytest.fixture(scope="session")
@@ -26,4 +29,16 @@ def stdlib_docs(stdlib: Path) -> list[Document]:
 def memory_store(embedding: HashingEmbedding, stdlib_docs: list[Document]) -> InMemoryVectorStore:
     store = InMemoryVectorStore(embedding)
     store.add_documents(stdlib_docs)
+    return store
+
+
+@pytest.fixture(scope="session")
+def split_store(stdlib: Path) -> InMemoryVectorStore:
+    splitter = RecursiveCharacterTextSplitter(chunk_size=600, chunk_overlap=120,
+                                              add_start_index=True)  # fmt: skip
+    docs = [Document(page_content=(stdlib / f).read_text(encoding="utf-8"),
+                     metadata={"source": str(stdlib / f)}) for f in SPLIT_FILES]  # fmt: skip
+    copy = splitter.split_documents(docs[:1])[:4]  # a vendored copy: same texts, other ids
+    store = InMemoryVectorStore(HashingEmbedding())
+    store.add_documents(splitter.split_documents(docs) + copy)
     return store

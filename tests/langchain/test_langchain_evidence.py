@@ -5,30 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-from _lc_parts import HashingEmbedding
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore
 from langchain_ragbudget import TokenBudgetCompressor, TokenBudgetRetriever
-from langchain_text_splitters import RecursiveCharacterTextSplitter
 from ragbudget import get_counter
 
-FILES = ("json/decoder.py", "json/encoder.py", "json/scanner.py")
 COUNTER = "tiktoken:cl100k_base"
-
-
-@pytest.fixture(scope="module")
-def split_store(stdlib: Path) -> InMemoryVectorStore:
-    splitter = RecursiveCharacterTextSplitter(chunk_size=600, chunk_overlap=120,
-                                              add_start_index=True)  # fmt: skip
-    docs = [Document(page_content=(stdlib / f).read_text(encoding="utf-8"),
-                     metadata={"source": str(stdlib / f)}) for f in FILES]  # fmt: skip
-    copy = splitter.split_documents(docs[:1])[:4]  # a vendored copy: same texts, other ids
-    store = InMemoryVectorStore(HashingEmbedding())
-    store.add_documents(splitter.split_documents(docs) + copy)
-    return store
 
 
 @settings(

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from langchain_core.documents import Document
 from langchain_core.prompts import BasePromptTemplate, format_document
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from ragbudget import (
     CUT_MARKER,
     Chunk,
@@ -21,7 +21,15 @@ from ragbudget import (
     get_counter,
     rank_chunks,
 )
-from ragbudget.evidence import Positions, dedupe, merge_adjacent
+from ragbudget.evidence import dedupe, merge_adjacent
+
+from langchain_ragbudget._evidence import (
+    POSITIONS,
+    annotated_copy,
+    diversified,
+    position,
+    select_documents,
+)
 
 __all__ = ["SCORE_KEYS", "BudgetOptions", "check_k"]
 
@@ -129,6 +137,64 @@ class BudgetOptions(BaseModel):
         ),
     )
 
+    snippets: bool = Field(
+        default=False,
+        description=(
+            "When the best documents that fit whole are few (fewer than max_tokens // 100, at "
+            "most 10), that many share the budget fairly and one larger than its share keeps "
+            "its lines that best match the query (cut: true, start_index moved), instead of "
+            "being dropped. Works with strategy='stop' and oversize='truncate' only."
+        ),
+    )
+    max_per_source: int | None = Field(
+        default=None,
+        ge=1,
+        strict=True,
+        description=(
+            "At most this many documents per metadata['source'] (after merging); the rest are "
+            "left out (in the report's dropped_ids). None: no cap."
+        ),
+    )
+    mmr: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Maximal marginal relevance: the weight of relevance (0 to 1) against similarity "
+            "to the documents already chosen; similarity is lexical unless `embeddings` is "
+            "given. None: rank by score alone."
+        ),
+    )
+    embeddings: Any = Field(
+        default=None,
+        description=(
+            "A LangChain Embeddings object: with `mmr`, similarity is the cosine of its "
+            "vectors of the documents' contents. None: lexical similarity."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _snippets_with_stop(self) -> BudgetOptions:
+        if self.snippets and (self.strategy != "stop" or self.oversize != "truncate"):
+            msg = (
+                f"snippets=True budgets by fair shares and cuts documents to their best lines: "
+                f"it needs strategy='stop' and oversize='truncate', got strategy="
+                f"{self.strategy!r}, oversize={self.oversize!r} (or set snippets=False)"
+            )
+            raise ValueError(msg)
+        return self
+
+    @field_validator("embeddings")
+    @classmethod
+    def _valid_embeddings(cls, value: Any) -> Any:
+        if value is not None and not callable(getattr(value, "embed_documents", None)):
+            msg = (
+                "embeddings must be a LangChain Embeddings object (with embed_documents) or "
+                f"None, got {type(value).__name__}"
+            )
+            raise ValueError(msg)
+        return value
+
     @field_validator("counter")
     @classmethod
     def _valid_counter(cls, value: Any) -> Any:
@@ -176,8 +242,11 @@ class BudgetOptions(BaseModel):
 
     # -- the budget --------------------------------------------------------------------------
 
-    def _budget(self, documents: Any, k: int | None) -> tuple[list[Document], TruncationInfo]:
-        """The best documents that fit (copies, annotated) and what was left out."""
+    def _budget(
+        self, documents: Any, k: int | None, query: str | None = None
+    ) -> tuple[list[Document], TruncationInfo]:
+        """The best documents that fit (copies, annotated) and what was left out; `query`
+        chooses the lines snippets keep."""
         docs = _as_documents(documents)
         counter = get_counter(self.counter)
         ids = _chunk_ids(docs)
@@ -189,6 +258,28 @@ class BudgetOptions(BaseModel):
         ]
         if k is not None and k < len(chunks):
             chunks = [chunks[i] for i in sorted(rank_chunks(chunks)[:k])]
+        if self.snippets:
+            kept, info = select_documents(self, chunks, docs, ids, folded, query, counter)
+        else:
+            kept, info = self._fit(chunks, docs, ids, folded, counter)
+        if folded:  # a left-out document takes the ids folded into it along
+            out = [m for i in info.dropped_ids for m in [i, *_members(folded.get(i, {}))]]
+            info = info.model_copy(update={"original_count": given, "dropped_ids": out})
+        return kept, info
+
+    def _fit(
+        self,
+        chunks: list[Chunk],
+        docs: list[Document],
+        ids: list[str],
+        folded: dict[str, dict[str, list[str]]],
+        counter: TokenCounter,
+    ) -> tuple[list[Document], TruncationInfo]:
+        """`fit` over the rendered documents (capped and in MMR order first, as asked)."""
+        scores = {c.id: c.score for c in chunks}
+        capped: list[str] = []
+        if self.max_per_source is not None or self.mmr is not None:
+            chunks, capped = diversified(self, chunks, docs, ids)
         result = fit(
             chunks,
             self.max_tokens,
@@ -197,12 +288,12 @@ class BudgetOptions(BaseModel):
             oversize=self.oversize,
             separator=self.document_separator,  # the context is counted as joined
         )
-        position = {cid: i for i, cid in enumerate(ids)}
+        position_of = {cid: i for i, cid in enumerate(ids)}
         cut_ids = set(result.info.cut_ids)
         kept: list[Document] = []
         lost: list[str] = []  # cut by fit, but the document's own text could not be cut to fit
         for chunk, tokens, rank in zip(result.chunks, result.tokens, result.ranks, strict=True):
-            doc = docs[position[chunk.id]]
+            doc = docs[position_of[chunk.id]]
             content = doc.page_content
             if chunk.id in cut_ids:
                 recut = self._recut(doc, chunk, tokens, counter)
@@ -210,22 +301,23 @@ class BudgetOptions(BaseModel):
                     lost.append(chunk.id)
                     continue
                 content, tokens = recut
-            note: dict[str, Any] = {
-                "tokens": tokens,
-                "rank": rank,
-                "score": chunk.score,
-                "cut": chunk.id in cut_ids,
-            }
-            for key, members in folded.get(chunk.id, {}).items():
-                note[key] = members
-            kept.append(_annotated_copy(doc, content, note))
+            note = {"tokens": tokens, "rank": rank, "score": scores[chunk.id],
+                    "cut": chunk.id in cut_ids, **folded.get(chunk.id, {})}  # fmt: skip
+            kept.append(annotated_copy(doc, content, note))
         info = result.info
         if lost or cut_ids:
             ranked = [chunks[i].id for i in rank_chunks(chunks)]
             info = _recount(info, kept, lost, ranked)
-        if folded:  # a left-out document takes the ids folded into it along
-            out = [m for i in info.dropped_ids for m in [i, *_members(folded.get(i, {}))]]
-            info = info.model_copy(update={"original_count": given, "dropped_ids": out})
+        if capped:
+            dropped = [*info.dropped_ids, *capped]
+            info = info.model_copy(
+                update={
+                    "original_count": len(chunks) + len(capped),
+                    "dropped_ids": dropped,
+                    "truncated": True,
+                    "reason": "token_budget",
+                }
+            )
         return kept, info
 
     def _fold(
@@ -236,7 +328,7 @@ class BudgetOptions(BaseModel):
         if not (self.merge_adjacent or self.dedupe):
             return docs, ids, {}
         chunks = [
-            Chunk(id=i, text=d.page_content, metadata=_position(d))
+            Chunk(id=i, text=d.page_content, metadata=position(d))
             for i, d in zip(ids, docs, strict=True)
         ]
         folded: dict[str, dict[str, list[str]]] = {}
@@ -245,7 +337,7 @@ class BudgetOptions(BaseModel):
             for gone, twin in twins.items():
                 folded.setdefault(twin, {}).setdefault("duplicate_ids", []).append(gone)
         if self.merge_adjacent:
-            chunks, merged = merge_adjacent(chunks, _POSITIONS)
+            chunks, merged = merge_adjacent(chunks, POSITIONS)
             for span, members in merged.items():
                 into = folded.setdefault(span, {})
                 for member in members:
@@ -294,14 +386,6 @@ class _FramedCounter:
         return self._base.count(self._options._render(doc) + self._options.document_separator)
 
 
-_POSITIONS = Positions(end=None, start_line=None, end_line=None)
-"""LangChain's convention: 'source' and 'start_index' (the end is the start plus the text)."""
-
-
-def _position(doc: Document) -> dict[str, Any]:
-    return {k: doc.metadata[k] for k in ("source", "start_index") if k in doc.metadata}
-
-
 def _members(folded: dict[str, list[str]]) -> list[str]:
     return [m for key in ("merged_ids", "duplicate_ids") for m in folded.get(key, [])]
 
@@ -340,12 +424,6 @@ def _chunk_ids(docs: list[Document]) -> list[str]:
     if all(ids) and len(set(ids)) == len(ids):
         return [str(i) for i in ids]
     return [str(i) for i in range(len(docs))]
-
-
-def _annotated_copy(doc: Document, content: str, note: dict[str, Any]) -> Document:
-    metadata = deepcopy(doc.metadata)
-    metadata["ragbudget"] = note
-    return doc.model_copy(update={"page_content": content, "metadata": metadata})
 
 
 def _recount(

@@ -32,7 +32,7 @@ class TokenBudgetCompressor(
     than wraps: pipe a retriever into it (`retriever | budget`), or give it to a
     `ContextualCompressionRetriever` / `DocumentCompressorPipeline` (from `langchain-classic`)
     as a `BaseDocumentCompressor`. The query is not needed to budget: documents are ranked by
-    their metadata score (else kept in the order given).
+    their metadata score (else kept in the order given); only `snippets` reads the query.
 
     Setup:
         ```bash
@@ -41,7 +41,9 @@ class TokenBudgetCompressor(
 
     Key init args:
         max_tokens, counter, strategy, oversize, k, score_key, document_formatter,
-        document_separator: as for `TokenBudgetRetriever`.
+        document_separator, merge_adjacent, dedupe, snippets, max_per_source, mmr,
+        embeddings: as for `TokenBudgetRetriever`. Snippets use the query that
+        `compress_documents` is given; as an LCEL step there is none (first lines).
 
     Instantiate:
         ```python
@@ -88,8 +90,9 @@ class TokenBudgetCompressor(
         query: str,
         callbacks: Callbacks | None = None,
     ) -> Sequence[Document]:
-        """The best `documents` that fit the budget (copies); `query` is not used."""
-        docs, info = self._budget(documents, self.k)
+        """The best `documents` that fit the budget (copies); with `snippets`, `query` chooses
+        the lines a cut document keeps."""
+        docs, info = self._budget(documents, self.k, query)
         dispatch_truncation(info, callbacks)
         return docs
 
@@ -101,7 +104,7 @@ class TokenBudgetCompressor(
         callbacks: Callbacks | None = None,
     ) -> Sequence[Document]:
         """Async `compress_documents`: awaits async callback handlers."""
-        docs, info = self._budget(documents, self.k)
+        docs, info = self._budget(documents, self.k, query)
         await adispatch_truncation(info, callbacks)
         return docs
 

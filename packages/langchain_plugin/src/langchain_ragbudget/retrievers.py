@@ -47,6 +47,10 @@ class TokenBudgetRetriever(BudgetOptions, BaseRetriever):
             by default `relevance_score`, `score` or `similarity_score`, whichever is present.
         document_formatter: the stuff chain's `document_prompt` (a `PromptTemplate`) or a
             callable `Document -> str`; `document_separator` defaults to `"\\n\\n"`.
+        merge_adjacent, dedupe, snippets, max_per_source, mmr, embeddings: more evidence
+            per token, all off by default (docs/langchain.md, "More evidence per token"):
+            adjacent parts of one `source` merged, near-duplicates left out, best-matching
+            lines of more Documents at a tight budget, a cap per source, an MMR order.
 
     Instantiate:
         ```python
@@ -73,6 +77,14 @@ class TokenBudgetRetriever(BudgetOptions, BaseRetriever):
     Async:
         ```python
         docs = await retriever.ainvoke("note 3")  # awaits the base retriever's ainvoke
+        ```
+
+    More evidence per token (Documents from a splitter with `add_start_index=True`):
+        ```python
+        retriever = TokenBudgetRetriever(base_retriever=base, max_tokens=1000,
+                                         merge_adjacent=True, dedupe=True, snippets=True)
+        docs = retriever.invoke("how are retries configured")
+        docs[0].metadata["ragbudget"]  # {..., 'cut': True, 'merged_ids': [...]}
         ```
 
     Events:
@@ -106,7 +118,7 @@ class TokenBudgetRetriever(BudgetOptions, BaseRetriever):
         fetched = self.base_retriever.invoke(
             query, config={"callbacks": run_manager.get_child()}, **kwargs
         )
-        docs, info = self._budget(fetched, limit)
+        docs, info = self._budget(fetched, limit, query)
         dispatch_truncation(info, run_manager.get_child())
         return docs
 
@@ -123,7 +135,7 @@ class TokenBudgetRetriever(BudgetOptions, BaseRetriever):
         fetched = await self.base_retriever.ainvoke(
             query, config={"callbacks": run_manager.get_child()}, **kwargs
         )
-        docs, info = self._budget(fetched, limit)
+        docs, info = self._budget(fetched, limit, query)
         await adispatch_truncation(info, run_manager.get_child())
         return docs
 

@@ -19,7 +19,15 @@ from ragbudget._cut import with_marker
 from ragbudget.budget import Oversize, Strategy
 from ragbudget.fitting import cut_text
 
-__all__ = ["TAG_KEY", "NodeFit", "fit_nodes"]
+__all__ = [
+    "TAG_KEY",
+    "NodeFit",
+    "check_nodes",
+    "fit_nodes",
+    "node_score",
+    "tagged_count",
+    "unique_ids",
+]
 
 TAG_KEY = "ragbudget"
 """The metadata key each returned node gets: `{"tokens": int, "rank": int, "cut": bool}`."""
@@ -36,7 +44,7 @@ class NodeFit:
     info: TruncationInfo
 
 
-def _score(nws: NodeWithScore) -> float | None:
+def node_score(nws: NodeWithScore) -> float | None:
     # NaN ranks like a missing score (LlamaIndex postprocessors let NaN through); ragbudget's
     # Chunk rejects it.
     if nws.score is None or math.isnan(nws.score):
@@ -44,7 +52,7 @@ def _score(nws: NodeWithScore) -> float | None:
     return float(nws.score)
 
 
-def _unique_ids(nodes: Sequence[NodeWithScore]) -> list[str]:
+def unique_ids(nodes: Sequence[NodeWithScore]) -> list[str]:
     """Node ids, with '#2', '#3'... added to repeats (a fusion retriever can repeat a node)."""
     taken: set[str] = set()
     ids: list[str] = []
@@ -59,9 +67,13 @@ def _unique_ids(nodes: Sequence[NodeWithScore]) -> list[str]:
     return ids
 
 
-def _tagged(node: BaseNode, *, tokens: int, rank: int, cut: bool) -> BaseNode:
-    """`node` (already a copy) with the ragbudget tag, hidden from the LLM and the embedder."""
-    node.metadata = {**node.metadata, TAG_KEY: {"tokens": tokens, "rank": rank, "cut": cut}}
+def _tagged(
+    node: BaseNode, *, tokens: int, rank: int, cut: bool, extra: dict[str, list[str]] | None = None
+) -> BaseNode:
+    """`node` (already a copy) with the ragbudget tag, hidden from the LLM and the embedder;
+    `extra` adds the ids folded into it (merged_ids, duplicate_ids)."""
+    tag = {"tokens": tokens, "rank": rank, "cut": cut, **(extra or {})}
+    node.metadata = {**node.metadata, TAG_KEY: tag}
     for attr in ("excluded_llm_metadata_keys", "excluded_embed_metadata_keys"):
         keys = list(getattr(node, attr))
         if TAG_KEY not in keys:
@@ -115,12 +127,19 @@ def _cut_node(node: BaseNode, room: int, memo: _MemoCounter, mode: MetadataMode)
 
 
 def _final(
-    node: BaseNode, memo: _MemoCounter, mode: MetadataMode, *, tokens: int, rank: int, cut: bool
+    node: BaseNode,
+    memo: _MemoCounter,
+    mode: MetadataMode,
+    *,
+    tokens: int,
+    rank: int,
+    cut: bool,
+    extra: dict[str, list[str]] | None = None,
 ) -> tuple[BaseNode, int]:
     """`node` tagged, and the count of its content as rendered with the tag. Where the tag
     shows (`MetadataMode.ALL`), it holds its own node's count: a few rounds find the count
     that stays the same once written."""
-    tagged = _tagged(node, tokens=tokens, rank=rank, cut=cut)
+    tagged = _tagged(node, tokens=tokens, rank=rank, cut=cut, extra=extra)
     if mode in _TAG_HIDDEN:
         return tagged, tokens
     for _ in range(4):
@@ -128,8 +147,32 @@ def _final(
         if n == tokens:
             break
         tokens = n
-        tagged = _tagged(node, tokens=tokens, rank=rank, cut=cut)
+        tagged = _tagged(node, tokens=tokens, rank=rank, cut=cut, extra=extra)
     return tagged, memo.count(tagged.get_content(metadata_mode=mode))
+
+
+def tagged_count(
+    node: BaseNode,
+    counter: TokenCounter,
+    mode: MetadataMode,
+    *,
+    rank: int,
+    cut: bool,
+    extra: dict[str, list[str]],
+) -> tuple[BaseNode, int]:
+    """`node` (a copy) tagged, and the count of its content as rendered (tag included where
+    it shows)."""
+    memo = _MemoCounter(counter)
+    tokens = memo.count(node.get_content(metadata_mode=mode))
+    return _final(node, memo, mode, tokens=tokens, rank=rank, cut=cut, extra=extra)
+
+
+def check_nodes(nodes: Sequence[NodeWithScore]) -> None:
+    """A clear error for anything in `nodes` that is not a NodeWithScore."""
+    for i, nws in enumerate(nodes):
+        if not isinstance(nws, NodeWithScore):
+            msg = f"nodes[{i}] must be a NodeWithScore, got {type(nws).__name__}"
+            raise TypeError(msg)
 
 
 def fit_nodes(
@@ -148,12 +191,9 @@ def fit_nodes(
     node whose header alone does not fit). Returns tagged copies in input order; the
     caller's nodes are never touched.
     """
-    for i, nws in enumerate(nodes):
-        if not isinstance(nws, NodeWithScore):
-            msg = f"nodes[{i}] must be a NodeWithScore, got {type(nws).__name__}"
-            raise TypeError(msg)
+    check_nodes(nodes)
     memo = _MemoCounter(counter)
-    ids = _unique_ids(nodes)
+    ids = unique_ids(nodes)
     sources = [nws.node for nws in nodes]
     if metadata_mode not in _TAG_HIDDEN:  # the tag shows: count each node with the widest tag
         sources = [
@@ -171,7 +211,7 @@ def fit_nodes(
                 cut_nodes[ids[k]] = cut
                 contents[k] = cut.get_content(metadata_mode=metadata_mode)
     chunks = [
-        Chunk(id=cid, text=content, score=_score(nws))
+        Chunk(id=cid, text=content, score=node_score(nws))
         for cid, content, nws in zip(ids, contents, nodes, strict=True)
     ]
     result = fit(

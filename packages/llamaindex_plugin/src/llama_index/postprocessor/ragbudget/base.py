@@ -6,11 +6,12 @@ import asyncio
 import logging
 from typing import Any
 
-from llama_index.core.bridge.pydantic import ConfigDict, Field, field_serializer
+from llama_index.core.bridge.pydantic import ConfigDict, Field, field_serializer, model_validator
 from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 from llama_index.postprocessor.ragbudget._counter import default_counter
+from llama_index.postprocessor.ragbudget._evidence import Evidence, EvidenceFit, select_nodes
 from llama_index.postprocessor.ragbudget._nodes import NodeFit, fit_nodes
 from llama_index.postprocessor.ragbudget.events import TokenBudgetEvent
 
@@ -57,6 +58,13 @@ class TokenBudgetPostprocessor(BaseNodePostprocessor):
         metadata_mode: MetadataMode
             Which rendering to count (default ``MetadataMode.LLM``, what the response
             synthesizers send). ``MetadataMode.NONE`` counts the bare text.
+        merge_adjacent, dedupe, max_per_source, mmr, snippets: bool / int / float
+            More evidence per token, all off by default (docs/llamaindex.md, "More evidence
+            per token"): adjacent nodes of one Document (its SOURCE relationship,
+            ``start_char_idx``/``end_char_idx``) merged, near-duplicates left out, a cap per
+            Document, an MMR order (on ``node.embedding`` where every node has one), and, at a
+            tight budget, the lines of more nodes that best match the query. They need
+            ``strategy="stop"`` and ``oversize="truncate"``.
 
     Instantiate:
         .. code-block:: python
@@ -75,6 +83,15 @@ class TokenBudgetPostprocessor(BaseNodePostprocessor):
             for n in response.source_nodes:
                 print(n.node.node_id, n.node.metadata["ragbudget"])
                 # {'tokens': 812, 'rank': 0, 'cut': False}
+
+    More evidence per token (nodes from SentenceSplitter or another node parser):
+        .. code-block:: python
+
+            budget = TokenBudgetPostprocessor(max_tokens=1000, merge_adjacent=True,
+                                              dedupe=True, snippets=True)
+            kept = budget.postprocess_nodes(nodes, query_str="how are retries configured")
+            kept[0].node.metadata["ragbudget"]
+            # {'tokens': ..., 'rank': 0, 'cut': True, 'merged_ids': [...]}
 
     Directly:
         .. code-block:: python
@@ -132,6 +149,37 @@ class TokenBudgetPostprocessor(BaseNodePostprocessor):
         description="Which rendering of each node is counted (MetadataMode.LLM: what the "
         "response synthesizers send).",
     )
+    merge_adjacent: bool = Field(
+        default=False,
+        description="Merge adjacent or overlapping nodes of one Document (ref_doc_id, "
+        "start_char_idx/end_char_idx) into one node, the overlap once; the merged ids are in "
+        "metadata['ragbudget']['merged_ids'].",
+    )
+    dedupe: bool = Field(
+        default=False,
+        description="Leave out exact and near-duplicate texts; their ids are in the kept "
+        "node's metadata['ragbudget']['duplicate_ids'].",
+    )
+    max_per_source: int | None = Field(
+        default=None,
+        ge=1,
+        strict=True,
+        description="At most this many nodes per Document (ref_doc_id); None: no cap.",
+    )
+    mmr: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="Maximal marginal relevance: the weight of relevance (0 to 1) against "
+        "similarity to the nodes already chosen (cosine on node.embedding when every node "
+        "has one, else lexical). None: rank by score alone.",
+    )
+    snippets: bool = Field(
+        default=False,
+        description="When the best nodes that fit whole are few (fewer than max_tokens // "
+        "100, at most 10), that many share the budget fairly and a node larger than its "
+        "share keeps its lines that best match the query (cut: true, indices moved).",
+    )
 
     def __init__(
         self,
@@ -140,6 +188,11 @@ class TokenBudgetPostprocessor(BaseNodePostprocessor):
         strategy: Strategy = "stop",
         oversize: Oversize = "truncate",
         metadata_mode: MetadataMode = MetadataMode.LLM,
+        merge_adjacent: bool = False,
+        dedupe: bool = False,
+        max_per_source: int | None = None,
+        mmr: float | None = None,
+        snippets: bool = False,
         **kwargs: Any,
     ) -> None:
         if counter is not None:
@@ -150,8 +203,35 @@ class TokenBudgetPostprocessor(BaseNodePostprocessor):
             strategy=strategy,
             oversize=oversize,
             metadata_mode=metadata_mode,
+            merge_adjacent=merge_adjacent,
+            dedupe=dedupe,
+            max_per_source=max_per_source,
+            mmr=mmr,
+            snippets=snippets,
             **kwargs,
         )
+
+    @model_validator(mode="after")
+    def _evidence_with_stop(self) -> TokenBudgetPostprocessor:
+        if self.evidence() is not None and (self.strategy != "stop" or self.oversize != "truncate"):
+            msg = (
+                "merge_adjacent, dedupe, max_per_source, mmr and snippets budget through "
+                "ragbudget.evidence.select: they need strategy='stop' and oversize='truncate', "
+                f"got strategy={self.strategy!r}, oversize={self.oversize!r}"
+            )
+            raise ValueError(msg)
+        return self
+
+    def evidence(self) -> Evidence | None:
+        """The evidence options set, or None when all are off (the plain budget)."""
+        options = Evidence(
+            merge=self.merge_adjacent,
+            dedupe=self.dedupe,
+            max_per_source=self.max_per_source,
+            mmr=self.mmr,
+            snippets=self.snippets,
+        )
+        return None if options == Evidence() else options
 
     @field_serializer("counter")
     def _serialize_counter(self, counter: Any) -> str | None:
@@ -170,15 +250,29 @@ class TokenBudgetPostprocessor(BaseNodePostprocessor):
             return default_counter()
         return get_counter(self.counter)
 
-    def _fit(self, nodes: list[NodeWithScore]) -> NodeFit:
-        result = fit_nodes(
-            nodes,
-            max_tokens=self.max_tokens,
-            counter=self.token_counter(),
-            strategy=self.strategy,
-            oversize=self.oversize,
-            metadata_mode=self.metadata_mode,
-        )
+    def _fit(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None
+    ) -> NodeFit | EvidenceFit:
+        options = self.evidence()
+        result: NodeFit | EvidenceFit
+        if options is None:
+            result = fit_nodes(
+                nodes,
+                max_tokens=self.max_tokens,
+                counter=self.token_counter(),
+                strategy=self.strategy,
+                oversize=self.oversize,
+                metadata_mode=self.metadata_mode,
+            )
+        else:
+            result = select_nodes(
+                nodes,
+                max_tokens=self.max_tokens,
+                counter=self.token_counter(),
+                metadata_mode=self.metadata_mode,
+                query=query_bundle.query_str if query_bundle is not None else None,
+                options=options,
+            )
         _log(result.info)
         return result
 
@@ -187,7 +281,7 @@ class TokenBudgetPostprocessor(BaseNodePostprocessor):
         nodes: list[NodeWithScore],
         query_bundle: QueryBundle | None = None,
     ) -> list[NodeWithScore]:
-        result = self._fit(nodes)
+        result = self._fit(nodes, query_bundle)
         dispatcher.event(_event(result, query_bundle))
         return result.nodes
 
@@ -199,15 +293,16 @@ class TokenBudgetPostprocessor(BaseNodePostprocessor):
     ) -> list[NodeWithScore]:
         # Tokenizing and cutting are CPU work (a 100K-token node takes a while to cut):
         # a worker thread keeps the loop free; the event goes to async handlers on the loop.
-        result = await asyncio.to_thread(self._fit, nodes)
+        result = await asyncio.to_thread(self._fit, nodes, query_bundle)
         await dispatcher.aevent(_event(result, query_bundle))
         return result.nodes
 
 
-def _event(result: NodeFit, query_bundle: QueryBundle | None) -> TokenBudgetEvent:
+def _event(result: NodeFit | EvidenceFit, query_bundle: QueryBundle | None) -> TokenBudgetEvent:
     return TokenBudgetEvent(
         info=result.info,
         nodes=result.nodes,
+        evidence=result.report if isinstance(result, EvidenceFit) else None,
         query_str=query_bundle.query_str if query_bundle is not None else None,
     )
 

@@ -7,6 +7,7 @@ from llama_index.core.schema import NodeWithScore
 from pydantic import Field
 
 from ragbudget import TruncationInfo
+from ragbudget.evidence import EvidenceReport
 
 __all__ = ["TokenBudgetEvent"]
 
@@ -25,6 +26,12 @@ class TokenBudgetEvent(BaseEvent):
     )
     nodes: list[NodeWithScore] = Field(description="The nodes returned (tagged copies).")
     query_str: str | None = Field(default=None, description="The query, when one was given.")
+    evidence: EvidenceReport | None = Field(
+        default=None,
+        description="With the evidence options (merge_adjacent, dedupe, max_per_source, mmr, "
+        "snippets): what ragbudget.evidence.select did with every node id (kept, merged, "
+        "deduped, capped, dropped, cut). None for the plain budget.",
+    )
 
     @classmethod
     def class_name(cls) -> str:

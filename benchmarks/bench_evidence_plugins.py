@@ -1,0 +1,136 @@
+"""The plugins' evidence options, off and on: does the answer's file reach the model?
+
+The same store, questions and budgets as `bench_evidence.py` (imported from it): for each
+question the store ranks 50 chunks once; each ranked chunk then becomes what each framework
+hands its budget step, with the positions its own splitter would write:
+
+- LangChain: a `Document` with `metadata={"source", "start_index", "score"}` (what
+  `RecursiveCharacterTextSplitter(add_start_index=True)` and the "add scores" recipe write),
+  budgeted by `TokenBudgetCompressor.compress_documents(docs, query)`, each Document counted
+  as a stuff chain's `document_prompt` "{source}\\n{page_content}" renders it.
+- LlamaIndex: a `NodeWithScore` holding a `TextNode` with `start_char_idx`/`end_char_idx`,
+  the SOURCE relationship to its file and `metadata={"file_path"}` (what `SentenceSplitter`
+  and a file reader set), budgeted by `TokenBudgetPostprocessor.postprocess_nodes(nodes,
+  query_str=query)`, each node counted as the LLM sees it (metadata header included).
+
+Reported at 500, 1,000, 2,000 and 4,000 tokens (the store's counter): the share of questions
+whose answer file is among the returned Documents/nodes ("hit"), and the distinct files.
+
+Run: uv run --all-packages --frozen python benchmarks/bench_evidence_plugins.py
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from _corpus import STDLIB, offline_tiktoken
+from bench_evidence import BUDGETS, CANDIDATES, PACKAGES, QUESTIONS
+from langchain_core.documents import Document
+from langchain_core.prompts import PromptTemplate
+from langchain_ragbudget import TokenBudgetCompressor
+from llama_index.core.schema import NodeRelationship, NodeWithScore, RelatedNodeInfo, TextNode
+from llama_index.postprocessor.ragbudget import TokenBudgetPostprocessor
+from ragbudget.store import DocumentStore
+
+Record = tuple[str, str, dict[str, Any], float]
+"""(id, text, metadata, score) of one ranked chunk."""
+Run = Callable[[list[Record], str, int], set[str]]
+"""What a plugin shows of the ranked records for a query at a budget: the files."""
+
+OPTIONS: dict[str, dict[str, Any]] = {
+    "off (default)": {},
+    "merge+dedupe": {"merge_adjacent": True, "dedupe": True},
+    "snippets": {"snippets": True},
+    "merge+dedupe+snippets": {"merge_adjacent": True, "dedupe": True, "snippets": True},
+    "  + cap 2/file": {"merge_adjacent": True, "dedupe": True, "snippets": True,
+                       "max_per_source": 2},
+    "  + mmr 0.7": {"merge_adjacent": True, "dedupe": True, "snippets": True, "mmr": 0.7},
+}  # fmt: skip
+"""The options compared, the same for both plugins."""
+
+PROMPT = PromptTemplate.from_template("{source}\n{page_content}")
+
+
+def documents(records: list[Record]) -> list[Document]:
+    return [
+        Document(id=i, page_content=text,
+                 metadata={"source": m["source"], "start_index": m["start_index"], "score": s})
+        for i, text, m, s in records
+    ]  # fmt: skip
+
+
+def nodes(records: list[Record]) -> list[NodeWithScore]:
+    out = []
+    for i, text, m, s in records:
+        start = m["start_index"]
+        node = TextNode(id_=i, text=text, start_char_idx=start, end_char_idx=start + len(text),
+                        metadata={"file_path": m["source"]})  # fmt: skip
+        node.relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=m["source"])
+        out.append(NodeWithScore(node=node, score=s))
+    return out
+
+
+def langchain(counter: Any, options: dict[str, Any]) -> Run:
+    def run(records: list[Record], query: str, budget: int) -> set[str]:
+        budgeted = TokenBudgetCompressor(max_tokens=budget, counter=counter,
+                                         document_formatter=PROMPT, **options)  # fmt: skip
+        docs = budgeted.compress_documents(documents(records), query)
+        return {d.metadata["source"] for d in docs}
+
+    return run
+
+
+def llamaindex(counter: Any, options: dict[str, Any]) -> Run:
+    def run(records: list[Record], query: str, budget: int) -> set[str]:
+        pp = TokenBudgetPostprocessor(max_tokens=budget, counter=counter, **options)
+        kept = pp.postprocess_nodes(nodes(records), query_str=query)
+        return {n.node.metadata["file_path"] for n in kept}
+
+    return run
+
+
+def main() -> None:
+    offline_tiktoken()
+    logging.getLogger("ragbudget").setLevel(logging.ERROR)
+    begin = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="ragbudget-bench-") as tmp:
+        store = DocumentStore(path=Path(tmp) / "db")
+        report = store.ingest([STDLIB / p for p in PACKAGES])
+        tc = store.counter
+        print(f"store: the stdlib's {', '.join(PACKAGES)}: {report.files_ingested} files, "
+              f"{report.chunks_added} chunks; counter {tc.name}; {len(QUESTIONS)} questions; "
+              f"{CANDIDATES} ranked candidates each")  # fmt: skip
+        collection = store.collection
+        ranked: list[list[Record]] = []
+        for q, _ in QUESTIONS:
+            pairs = store._ranked(collection, q, CANDIDATES, None)
+            records = store._records(collection, [i for i, _ in pairs])
+            ranked.append([(i, *records[i], round(1 - d, 4)) for i, d in pairs])
+    prefix = STDLIB.as_posix().rstrip("/") + "/"
+    answers = [{prefix + f for f in files} for _, files in QUESTIONS]
+    plugins = {"LangChain": langchain, "LlamaIndex": llamaindex}
+    for plugin, make in plugins.items():
+        print(f"\n{plugin:<24}" + "".join(f"{b:>8,} tok" for b in BUDGETS)
+              + "   (hit %, distinct files)")  # fmt: skip
+        for label, options in OPTIONS.items():
+            run = make(tc, options)
+            cells = []
+            for b in BUDGETS:
+                hits, distinct = 0, 0
+                for qi, (q, _) in enumerate(QUESTIONS):
+                    sources = run(ranked[qi], q, b)
+                    hits += bool(answers[qi] & sources)
+                    distinct += len(sources)
+                n = len(QUESTIONS)
+                cells.append(f"{100 * hits / n:>5.0f}% {distinct / n:>4.1f}")
+            print(f"{label:<24}" + "".join(f"{c:>12}" for c in cells), flush=True)
+    print(f"\n({time.perf_counter() - begin:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
