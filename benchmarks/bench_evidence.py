@@ -26,6 +26,7 @@ Run: uv run --all-packages --frozen python benchmarks/bench_evidence.py [--ablat
 from __future__ import annotations
 
 import logging
+import statistics
 import sys
 import tempfile
 import time
@@ -155,9 +156,15 @@ def equal_cuts(chunks: list[Chunk], budget: int, tc: TokenCounter, query: str) -
     return out
 
 
-def store_search(store: DocumentStore, **options: Any) -> Callable[[str, int], Pieces]:
+PAYLOAD: dict[tuple[str, int], list[float]] = {}
+"""(strategy, budget) -> each answer's share of tokens that is the results' own text."""
+
+
+def store_search(store: DocumentStore, name: str, **options: Any) -> Callable[[str, int], Pieces]:
     def run(query: str, budget: int) -> Pieces:
         resp = store.search(query, max_tokens=budget, limit=CANDIDATES, **options)
+        texts = sum(store.counter.count(r.text) for r in resp.results)
+        PAYLOAD.setdefault((name, budget), []).append(texts / max(resp.used_tokens, 1))
         return [(r.source, r.text) for r in resp.results]
 
     return run
@@ -196,7 +203,7 @@ def main() -> None:
             "  + cap 2/file": {"evidence": True, "max_per_source": 2},
         }
         for name, options in searches.items():
-            run = store_search(store, **options)
+            run = store_search(store, name, **options)
             strategies[name] = lambda qi, b, run=run: run(QUESTIONS[qi][0], b)
         try:
             from ragbudget.evidence import select
@@ -233,6 +240,11 @@ def main() -> None:
                     distinct += len(sources)
                 n = len(QUESTIONS)
                 cells.append(f"{100 * hits / n:>5.0f}% {distinct / n:>4.1f}")
+            print(f"{name:<16}" + "".join(f"{c:>12}" for c in cells))
+        print("\npayload: the results' own text / the whole answer's tokens (store's counter), "
+              "median")  # fmt: skip
+        for name in searches:
+            cells = [f"{statistics.median(PAYLOAD[name, b]):>11.0%}" for b in BUDGETS]
             print(f"{name:<16}" + "".join(f"{c:>12}" for c in cells))
     print(f"\n({time.perf_counter() - begin:.0f} s)")
 

@@ -2,8 +2,9 @@
 
 Adjacent and overlapping chunks of one file become one result under one header (the 64-token
 overlaps shown once), near-duplicate texts leave, an optional cap per file applies, and when
-the budget cannot hold the results it should show (`min(10, max_tokens // 100)`), each result
-gets a fair share and one larger than its share shows its lines that best match the query.
+the budget cannot hold the results it should show (`min(10, max_tokens // 150)` in text,
+`// 250` in JSON), each result gets a fair share and one larger than its share shows its
+lines that best match the query.
 The plain ranked prefix is the floor: every result it would show is shown (maybe cut). The
 rendered response (`SearchResponse.to_text()`, header, notice and envelope included) is what
 is measured against the budget, as in `budget_response`.
@@ -23,6 +24,10 @@ from ragbudget.store.search import TEXT, Hit, Rendering, _Page, budget_response,
 
 __all__ = ["evidence_response", "respond"]
 
+_MIN_SHARE = {"text": 150, "json": 250}
+"""The least budget a result should get (`select`'s `min_share`), by format: a result's header
+(text) or fields (JSON, escaped) cost about 25 or 45 tokens, and smaller shares would spend
+more on them than on evidence (`benchmarks/bench_evidence.py` measures both)."""
 _TRIES = 6
 """Selections a page may take: a narrower reach, or the excess taken off the budget."""
 
@@ -110,7 +115,7 @@ def evidence_response(
         try:
             got = select(
                 chunks[:reach], budget, counter=remembered, query=query, render=render,
-                max_per_source=max_per_source,
+                max_per_source=max_per_source, min_share=_MIN_SHARE[rendering.format],
             )  # fmt: skip
         except ValueError:
             break  # not even an empty rendering fits: the plain path says what is needed
