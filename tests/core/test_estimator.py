@@ -27,6 +27,7 @@ from ragbudget._estimate import (
     vocabulary,
 )
 from ragbudget._estimate_data import load
+from ragbudget._estimate_floor import text_bound, text_tokens
 from ragbudget.counters import EstimateCounter, TokenCounter
 
 SAMPLE = Path(__file__).parent / "data" / "estimator_sample.json.gz"
@@ -263,3 +264,19 @@ def test_fast_path_equals_the_feature_model_on_real_text(sample: dict[str, list[
         for text in texts:
             for target in (DEFAULT_TARGET, *TARGETS):
                 assert estimate_tokens(text, target) == _feature_model(text, target)[1]
+
+
+SYMBOLS_AND_DIGITS = st.text(
+    alphabet=st.sampled_from("0123456789 \n\r\t\x00\x7f-_.,;:!?()[]{}<>=*#~'\"aZé"), max_size=300
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.one_of(ANY_TEXT, SYMBOLS_AND_DIGITS))
+def test_text_bound_bounds_the_text_floor(text: str) -> None:
+    """The estimate skips the floor's digit, symbol and line-break passes when `text_bound` of
+    its class counts cannot exceed the linear count: the bound must hold on any text."""
+    data = text.encode("utf-8", "surrogatepass")
+    classes = data.translate(_estimate._CLASSES, _estimate._CONTINUATION)
+    counts = [classes.count(bytes(c, "ascii")) for c in ("0", "00", "000", ".", "-", "_", "\t")]
+    assert text_tokens(data) <= text_bound(*counts, classes.count(b"\n"))

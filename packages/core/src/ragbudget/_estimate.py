@@ -37,10 +37,17 @@ import math
 import re
 from dataclasses import dataclass
 from itertools import compress, filterfalse, repeat
-from operator import mul, not_
+from operator import itemgetter, mul, not_
 
 from ragbudget._estimate_data import load
-from ragbudget._estimate_floor import floor_tokens, forced_tokens, solid_floor
+from ragbudget._estimate_floor import (
+    floor_tokens,
+    other_tokens,
+    solid_floor,
+    text_bound,
+    text_tokens,
+    word_tokens,
+)
 from ragbudget._estimate_text import (
     _ASCII_BYTES,
     _ASCII_CLASSES,
@@ -191,6 +198,12 @@ def _block_sum(
 
 
 _FEW_UNKNOWN = 16  # below one unknown word in 16, index scans beat compress()
+# where text_bound's counts are in ASCII_PATTERNS: digits, digit pairs and triples, symbols
+# (classes ".", "-", "_", controls; never overlapping), line breaks
+_TEXT_BOUND = tuple(
+    ASCII_PATTERNS.index(p) for p in (b"0", b"00", b"000", b".", b"-", b"_", b"\t", b"\n")
+)
+_SOLID_CHARS = 8  # solid_floor: a token per 8 characters at most
 
 
 def estimate_tokens(text: str, target: str = DEFAULT_TARGET) -> int:
@@ -236,7 +249,8 @@ def estimate_tokens(text: str, target: str = DEFAULT_TARGET) -> int:
         parts.append(sum(map(m.cost.get, lengths, repeat(m.cost_more))))
     parts.append(m.known_words * (len(words) - len(unknown)))
     # all at once: skipping patterns whose class is absent costs more Python than it saves
-    parts.append(sum(map(mul, map(classes.count, ASCII_PATTERNS), m.ascii)))
+    counted = list(map(classes.count, ASCII_PATTERNS))
+    parts.append(sum(map(mul, counted, m.ascii)))
     if not ascii_only:
         # the classes of non-ASCII characters alone: short unless the text is mostly non-ASCII
         scripts = classes.translate(None, _ASCII_CLASSES)
@@ -266,5 +280,11 @@ def estimate_tokens(text: str, target: str = DEFAULT_TARGET) -> int:
         other = []
     elif other:
         unknown = list(filter(bytes.isascii, unknown))
-    forced = forced_tokens(data, sum(counts), unknown, other, m.vocab)
-    return min(max(raw, forced, solid_floor(classes)), size)
+    # The floor (`floor_tokens`), computed only as far as it could exceed `raw`: the passes
+    # over digits, symbols and line breaks only when their bound from the class counts could.
+    forced = sum(counts) + word_tokens(unknown, m.vocab) + other_tokens(other, m.vocab)
+    if forced + text_bound(*itemgetter(*_TEXT_BOUND)(counted)) > raw:
+        forced += text_tokens(data)
+    if len(classes) > _SOLID_CHARS * raw:  # else solid_floor(classes) <= raw
+        forced = max(forced, solid_floor(classes))
+    return min(max(raw, forced), size)
