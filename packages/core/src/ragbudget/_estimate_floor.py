@@ -18,8 +18,9 @@ estimate never returns less:
 - digits cost a token per group of up to 3 in each run (how numbers are split);
 - a run of ASCII symbols or control characters costs a token (a lone symbol only when no
   letter follows: `, ` or `1:2`, not `.name`), or 0.66 tokens per symbol when it holds 3
-  different ones or more (symbol soup, not a rule line like `-----`);
-- a line break costs a token (runs of blank lines one in all);
+  different ones or more (symbol soup, not a rule line like `-----` nor JSON's `"},{"`);
+- a line break costs a token (runs of blank lines one in all), except right after symbols
+  (`",\n` or `{\n` is one piece of the pre-splitting);
 - a non-ASCII character no token holds alone, in words the vocabulary lacks, costs what its
   block costs in the encoding (3 for Cherokee, 4 for Shavian), at least 1; for the default
   target the larger of both encodings' sums; so does a character of a script the encoding
@@ -66,10 +67,18 @@ _PER_SYMBOL = 0.66  # tokens per symbol of symbol soup (cl100k: 1.55 symbols per
 _CASE_CHANGE = re.compile(rb"[a-z](?=[A-Z])")
 _SYMBOL = rb"[\x00-\x08\x0e-\x1f!-/:-@\[-`{-~\x7f]"
 _SYMBOL_SOUP = re.compile(_SYMBOL + rb"{3,}")
-# symbols -> ".", letters (and non-ASCII bytes) -> "a", the rest (digits, whitespace) -> " "
+_STRUCTURE = b'"{}[]:,'  # a run of these alone is JSON's structure (`":{"`), not soup
+# symbols -> ".", letters (and non-ASCII bytes) -> "a", line feeds stay, the rest (digits,
+# other whitespace) -> " "
 _SHAPES = bytes(
     ord(
-        "." if re.fullmatch(_SYMBOL, bytes((b,))) else "a" if b >= 0x80 or chr(b).isalpha() else " "
+        "."
+        if re.fullmatch(_SYMBOL, bytes((b,)))
+        else "a"
+        if b >= 0x80 or chr(b).isalpha()
+        else "\n"
+        if b == 0x0A
+        else " "
     )
     for b in range(256)
 )
@@ -150,15 +159,17 @@ def text_tokens(data: bytes) -> int:
     if numbers:
         total += len(_DIGIT_PIECES.findall(b" ".join(numbers)))
     shapes = data.translate(_SHAPES)
-    # runs of symbols (they start after a space or a letter), less the lone symbols that a
+    # runs of symbols (they start after whitespace or a letter), less the lone symbols that a
     # letter follows (".a" ends every run a letter follows, "..a" every longer one)
-    symbols = shapes.count(b" .") + shapes.count(b"a.") + shapes.startswith(b".")
-    total += symbols - shapes.count(b".a") + shapes.count(b"..a")
+    symbols = shapes.count(b" .") + shapes.count(b"\n.") + shapes.count(b"a.")
+    total += symbols + shapes.startswith(b".") - shapes.count(b".a") + shapes.count(b"..a")
     if b"..." in shapes:
         for run in _SYMBOL_SOUP.findall(data):
-            if len(set(run)) >= 3:
+            if len(set(run)) >= 3 and run.translate(None, _STRUCTURE):
                 total += math.ceil(len(run) * _PER_SYMBOL) - 1
-    return total + data.count(b"\n") - data.count(b"\n\n")
+    # line breaks, runs of blank lines one in all, none right after symbols (`",\n` and `{\n`
+    # are single pieces of the pre-splitting)
+    return total + data.count(b"\n") - data.count(b"\n\n") - shapes.count(b".\n")
 
 
 def text_bound(digits: int, pairs: int, triples: int, *symbols_and_breaks: int) -> int:
