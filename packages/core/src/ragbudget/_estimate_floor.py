@@ -19,8 +19,7 @@ estimate never returns less:
 - a run of ASCII symbols or control characters costs a token (a lone symbol only when no
   letter follows: `, ` or `1:2`, not `.name`), or 0.66 tokens per symbol when it holds 3
   different ones or more (symbol soup, not a rule line like `-----` nor JSON's `"},{"`);
-- a line break costs a token (runs of blank lines one in all), except right after symbols
-  (`",\n` or `{\n` is one piece of the pre-splitting);
+- a line break costs a token (runs of blank lines one in all);
 - a non-ASCII character no token holds alone, in words the vocabulary lacks, costs what its
   block costs in the encoding (3 for Cherokee, 4 for Shavian), at least 1; for the default
   target the larger of both encodings' sums; so does a character of a script the encoding
@@ -167,9 +166,8 @@ def text_tokens(data: bytes) -> int:
         for run in _SYMBOL_SOUP.findall(data):
             if len(set(run)) >= 3 and run.translate(None, _STRUCTURE):
                 total += math.ceil(len(run) * _PER_SYMBOL) - 1
-    # line breaks, runs of blank lines one in all, none right after symbols (`",\n` and `{\n`
-    # are single pieces of the pre-splitting)
-    return total + data.count(b"\n") - data.count(b"\n\n") - shapes.count(b".\n")
+    # line breaks, runs of blank lines one in all
+    return total + data.count(b"\n") - data.count(b"\n\n")
 
 
 def text_bound(digits: int, pairs: int, triples: int, *symbols_and_breaks: int) -> int:
