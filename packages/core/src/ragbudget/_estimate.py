@@ -9,11 +9,12 @@ is unknown and long):
    punctuation, whitespace runs and indentation, line breaks; the script classes are counted
    on the non-ASCII classes alone (a short string unless the text is mostly non-ASCII).
 2. Words. ASCII non-letters become spaces and `bytes.split` yields the words. The vocabulary
-   holds the 32,000 most frequent words of the calibration corpus (English, code identifiers,
-   and the common words of every language in it) with each word's token count after a space
-   in the target encoding. One dict lookup per word gives a known word's token count (0 for
-   an unknown word); every unknown word is priced by its length (a weight per length up to
-   24 bytes, a per-byte weight, and separate length weights for words with non-ASCII letters).
+   holds the most frequent words of the calibration corpus found in 3 of its origins (up to
+   32,000: English, code identifiers, and the common words of every language in it) with
+   each word's token count after a space in the target encoding. One dict lookup per word
+   gives a known word's token count (0 for an unknown word); every unknown word is priced by
+   its length (a weight per length up to 24 bytes, a per-byte weight, and separate length
+   weights for words with non-ASCII letters).
 3. Scripts. One regex substitution over the non-ASCII characters deletes the runs of those
    that are single tokens in the target encoding: what is left are the characters no token
    holds alone, which a byte-level tokenizer spells out in pieces of their UTF-8 bytes; they
