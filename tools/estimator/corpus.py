@@ -2,9 +2,10 @@
 
 Every family draws retrieval-sized chunks (100 to 4,000 characters, log-uniform lengths,
 starting at a line boundary) from files that ship with Python, its site-packages, and the
-operating system (`/usr/share`, `/var/log`). Each source file is cut into 16 KB segments and
-every segment belongs to exactly one split (`fit` or `test`, by a stable hash), so the held-out
-figures are measured on text the fitting never saw.
+operating system (`/usr/share`, `/var/log`). The split into the text the weights are fitted on
+(`fit`) and the text they are measured on (`test`) is by origin (origin.py): whole packages,
+gettext domains (in every language) and files are held out, so the held-out figures are
+measured on sources the fitting never read.
 
 Families (what a retrieval index typically holds):
 
@@ -38,11 +39,11 @@ import os
 import random
 import re
 import struct
-import sysconfig
-import zlib
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+
+from origin import SHARE, SITE_DIRS, STDLIB, held_out, origin
 
 FAMILIES = (
     "code",
@@ -60,12 +61,7 @@ FAMILIES = (
 MIN_CHARS = 100
 MAX_CHARS = 4000
 SEGMENT = 16_000
-TEST_SHARE = 4  # one segment in four is held out
 
-STDLIB = Path(sysconfig.get_paths()["stdlib"])
-PURELIB = Path(sysconfig.get_paths()["purelib"])
-SITE_DIRS = [p for p in dict.fromkeys([PURELIB, STDLIB / "site-packages"]) if p.is_dir()]
-SHARE = Path("/usr/share")
 LOCALE = SHARE / "locale"
 VIM = next(iter(sorted(SHARE.glob("vim/vim*/"))), SHARE / "vim" / "vim90")
 RUSTUP = Path.home() / ".rustup" / "toolchains"
@@ -95,13 +91,9 @@ class Segment:
     text: str
 
 
-def _stable_split(source: str, index: int) -> str:
-    return "test" if zlib.crc32(f"{source}#{index}".encode()) % TEST_SHARE == 0 else "fit"
-
-
-def _segments(source: str, text: str) -> Iterator[Segment]:
-    """Cut a document at line boundaries into ~16 KB segments, each in one split."""
-    start = index = 0
+def _segments(source: str, text: str, split: str = "") -> Iterator[Segment]:
+    """Cut a document at line boundaries into ~16 KB segments (all in `split`)."""
+    start = 0
     while start < len(text):
         end = min(len(text), start + SEGMENT)
         if end < len(text):
@@ -109,8 +101,8 @@ def _segments(source: str, text: str) -> Iterator[Segment]:
             end = newline + 1 if newline > 0 else end
         piece = text[start:end]
         if len(piece) >= MIN_CHARS:
-            yield Segment(source, _stable_split(source, index), piece)
-        start, index = end, index + 1
+            yield Segment(source, split, piece)
+        start = end
 
 
 # --- readers -------------------------------------------------------------------------------
@@ -367,13 +359,14 @@ def _emoji_table() -> list[str]:
     return ["\U0001f600", "\U0001f44d", "\u2764\ufe0f", "\U0001f389", "\U0001f525", "\U0001f602"]
 
 
-def _emoji_chat(count: int, rng: random.Random, split: str) -> list[Chunk]:
-    """Real short sentences (gettext msgids) as chat lines with emoji mixed in (synthetic)."""
+def _emoji_chat(count: int, rng: random.Random, split: str, test: set[str]) -> list[Chunk]:
+    """Real short sentences (gettext msgids) as chat lines with emoji mixed in (synthetic);
+    those of the catalogue domains in `test` for the test split, the others for the fit."""
     lines: list[str] = []
     for path in _pick(_locale_files(("de", "fr", "es")), 60, rng):
-        lines += [ln for ln in read_mo(path, ids=True).splitlines() if 8 <= len(ln) <= 160]
-    lines = sorted(set(lines))
-    half = [ln for ln in lines if (_stable_split(ln, 0) == "test") == (split == "test")]
+        if (origin(str(path)) in test) == (split == "test"):
+            lines += [ln for ln in read_mo(path, ids=True).splitlines() if 8 <= len(ln) <= 160]
+    half = sorted(set(lines))
     emoji = [e for e in _emoji_table() if not e.isascii()]
     users = ["alice", "bob", "carol", "dave", "erin", "frank"]
     out = []
@@ -419,11 +412,13 @@ def _sample(
 
 
 def build_corpus(per_family: int = 2000, *, seed: int = 20240601) -> list[Chunk]:
-    """Sample `per_family` chunks for each family and split (fit and test), deterministically."""
+    """Sample `per_family` chunks for each family and split (fit and test), deterministically;
+    the split is by origin (origin.py), decided per family."""
     rng = random.Random(seed)
     chunks: list[Chunk] = []
+    domains: set[str] = set()
     for family, groups in _sources(rng).items():
-        pools: list[tuple[float, list[Segment]]] = []
+        read: list[tuple[float, list[Segment]]] = []
         for weight, entries in groups:
             segs: list[Segment] = []
             for path, reader in entries:
@@ -431,12 +426,21 @@ def build_corpus(per_family: int = 2000, *, seed: int = 20240601) -> list[Chunk]
                     segs += _segments(str(path), reader(path))
                 except (OSError, ValueError, SyntaxError, struct.error):
                     continue
-            pools.append((weight, segs))
+            read.append((weight, segs))
+        test = held_out(origin(s.source) for _, segs in read for s in segs)
+        domains |= {name for name in test if name.startswith("gettext:")}
+        pools = [
+            (weight, [replace(s, split=_split(s, test)) for s in segs]) for weight, segs in read
+        ]
         for split in ("fit", "test"):
             chunks += _sample(family, split, pools, per_family, rng)
     for split in ("fit", "test"):
-        chunks += _emoji_chat(per_family, rng, split)
+        chunks += _emoji_chat(per_family, rng, split, domains)
     return chunks
+
+
+def _split(segment: Segment, test: set[str]) -> str:
+    return "test" if origin(segment.source) in test else "fit"
 
 
 if __name__ == "__main__":
@@ -447,14 +451,15 @@ if __name__ == "__main__":
     corpus = build_corpus()
     stats: collections.Counter[tuple[str, str]] = collections.Counter()
     chars: collections.Counter[str] = collections.Counter()
-    sources: dict[str, set[str]] = collections.defaultdict(set)
+    origins: dict[tuple[str, str], set[str]] = collections.defaultdict(set)
     for c in corpus:
         stats[c.family, c.split] += 1
         chars[c.family] += len(c.text)
-        sources[c.family].add(c.source)
+        origins[c.family, c.split].add(origin(c.source))
     for fam in FAMILIES:
         print(
             f"{fam:15} fit={stats[fam, 'fit']:5} test={stats[fam, 'test']:5} "
-            f"chars={chars[fam]:>9,} sources={len(sources[fam])}"
+            f"chars={chars[fam]:>9,} origins fit={len(origins[fam, 'fit'])} "
+            f"test={len(origins[fam, 'test'])}: {sorted(origins[fam, 'test'])[:8]}"
         )
     print(f"built in {time.perf_counter() - t0:.1f}s")

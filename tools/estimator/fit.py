@@ -24,11 +24,13 @@ from typing import Any
 
 import numpy as np
 from corpus import FAMILIES, Chunk
+from origin import origin
 from ragbudget import _estimate
 
 DATA_FILE = Path(_estimate.__file__).with_name("_estimate_data.json")
 VOCAB_WORDS = 32000
 MIN_COUNT = 3
+MIN_ORIGINS = 3
 MAX_WORD_TOKENS = 6
 ALPHA = 64.0
 MARGIN = 0.085
@@ -45,16 +47,26 @@ def build_vocabulary(
     chunks: Sequence[Chunk], encodings: dict[str, Any]
 ) -> tuple[list[str], dict[str, tuple[list[int], str]]]:
     """(frequent words, target -> (their token counts after a space, single-token non-ASCII
-    characters))."""
+    characters)).
+
+    A word must occur in MIN_ORIGINS origins (origin.py) of the fit split: a package's own
+    identifiers stay unknown, as those of the packages held out are, so the weights of unknown
+    words are fitted on words like the ones they will meet."""
     freq: Counter[bytes] = Counter()
+    seen: dict[str, set[bytes]] = {}
     for chunk in chunks:
         if chunk.split == "fit":
-            freq.update(_words(chunk.text))
+            words_of_chunk = _words(chunk.text)
+            freq.update(words_of_chunk)
+            seen.setdefault(origin(chunk.source), set()).update(words_of_chunk)
+    spread: Counter[bytes] = Counter(w for found in seen.values() for w in found)
     words: list[str] = []
     tokens: dict[str, list[int]] = {target: [] for target in encodings}
     for raw, count in freq.most_common():
         if len(words) == VOCAB_WORDS or count < MIN_COUNT:
             break
+        if spread[raw] < MIN_ORIGINS:
+            continue
         word = raw.decode("utf-8", errors="replace")
         if word.split() != [word] or "\ufffd" in word:
             continue
@@ -248,7 +260,7 @@ def write_data(
     """Write the package data file that `ragbudget._estimate_data.load` reads."""
     data = {
         "feature_names": list(_estimate.FEATURE_NAMES),
-        "weights": {t: [float(f"{v:.6g}") for v in coef] for t, coef in weights.items()},
+        "weights": {t: [float(f"{v:.9g}") for v in coef] for t, coef in weights.items()},
         "words": " ".join(words),
         "tokens": {t: "".join(map(str, vocab[t][0])) for t in _estimate.TARGETS},
         "single": {t: single for t, (_, single) in vocab.items()},

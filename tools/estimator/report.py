@@ -77,12 +77,14 @@ def accuracy_table(
     methods: dict[str, Counter],
     encoding: str,
     families: Sequence[str] = FAMILIES,
+    held_out: dict[str, str] | None = None,
 ) -> tuple[str, dict[str, dict[str, Accuracy]]]:
     """Markdown table: one row per family, one `median |error| / p99 under-count / worst
-    under-count` per method."""
+    under-count` per method; `held_out`: family -> what of it is held out (a column)."""
     results: dict[str, dict[str, Accuracy]] = {}
-    head = f"| {encoding} | chunks | " + " | ".join(f"`{m}`" for m in methods) + " |"
-    lines = [head, "|" + "---|" * (len(methods) + 2)]
+    split = " held out |" if held_out else ""
+    head = f"| {encoding} | chunks |{split} " + " | ".join(f"`{m}`" for m in methods) + " |"
+    lines = [head, "|" + "---|" * (len(methods) + 2 + bool(held_out))]
     for family in families:
         idx = [i for i, c in enumerate(chunks) if c.family == family]
         if not idx:
@@ -95,6 +97,8 @@ def accuracy_table(
         cells = [
             acc.cell(mark=name.startswith("estimate")) for name, acc in results[family].items()
         ]
+        if held_out:
+            cells.insert(0, held_out.get(family, ""))
         lines.append(f"| {family} | {len(idx)} | " + " | ".join(cells) + " |")
     return "\n".join(lines), results
 

@@ -9,11 +9,12 @@ is unknown and long):
    punctuation, whitespace runs and indentation, line breaks; the script classes are counted
    on the non-ASCII classes alone (a short string unless the text is mostly non-ASCII).
 2. Words. ASCII non-letters become spaces and `bytes.split` yields the words. The vocabulary
-   holds the 32,000 most frequent words of the calibration corpus (English, code identifiers,
-   and the common words of every language in it) with each word's token count after a space
-   in the target encoding. One dict lookup per word gives a known word's token count (0 for
-   an unknown word); every unknown word is priced by its length (a weight per length up to
-   24 bytes, a per-byte weight, and separate length weights for words with non-ASCII letters).
+   holds the most frequent words of the calibration corpus found in 3 of its origins (up to
+   32,000: English, code identifiers, and the common words of every language in it) with
+   each word's token count after a space in the target encoding. One dict lookup per word
+   gives a known word's token count (0 for an unknown word); every unknown word is priced by
+   its length (a weight per length up to 24 bytes, a per-byte weight, and separate length
+   weights for words with non-ASCII letters).
 3. Scripts. One regex substitution over the non-ASCII characters deletes the runs of those
    that are single tokens in the target encoding: what is left are the characters no token
    holds alone, which a byte-level tokenizer spells out in pieces of their UTF-8 bytes; they
@@ -37,10 +38,17 @@ import math
 import re
 from dataclasses import dataclass
 from itertools import compress, filterfalse, repeat
-from operator import mul, not_
+from operator import itemgetter, mul, not_
 
 from ragbudget._estimate_data import load
-from ragbudget._estimate_floor import floor_tokens, forced_tokens, solid_floor
+from ragbudget._estimate_floor import (
+    floor_tokens,
+    other_tokens,
+    solid_floor,
+    text_bound,
+    text_tokens,
+    word_tokens,
+)
 from ragbudget._estimate_text import (
     _ASCII_BYTES,
     _ASCII_CLASSES,
@@ -191,6 +199,12 @@ def _block_sum(
 
 
 _FEW_UNKNOWN = 16  # below one unknown word in 16, index scans beat compress()
+# where text_bound's counts are in ASCII_PATTERNS: digits, digit pairs and triples, symbols
+# (classes ".", "-", "_", controls; never overlapping), line breaks
+_TEXT_BOUND = tuple(
+    ASCII_PATTERNS.index(p) for p in (b"0", b"00", b"000", b".", b"-", b"_", b"\t", b"\n")
+)
+_SOLID_CHARS = 8  # solid_floor: a token per 8 characters at most
 
 
 def estimate_tokens(text: str, target: str = DEFAULT_TARGET) -> int:
@@ -236,7 +250,8 @@ def estimate_tokens(text: str, target: str = DEFAULT_TARGET) -> int:
         parts.append(sum(map(m.cost.get, lengths, repeat(m.cost_more))))
     parts.append(m.known_words * (len(words) - len(unknown)))
     # all at once: skipping patterns whose class is absent costs more Python than it saves
-    parts.append(sum(map(mul, map(classes.count, ASCII_PATTERNS), m.ascii)))
+    counted = list(map(classes.count, ASCII_PATTERNS))
+    parts.append(sum(map(mul, counted, m.ascii)))
     if not ascii_only:
         # the classes of non-ASCII characters alone: short unless the text is mostly non-ASCII
         scripts = classes.translate(None, _ASCII_CLASSES)
@@ -266,5 +281,11 @@ def estimate_tokens(text: str, target: str = DEFAULT_TARGET) -> int:
         other = []
     elif other:
         unknown = list(filter(bytes.isascii, unknown))
-    forced = forced_tokens(data, sum(counts), unknown, other, m.vocab)
-    return min(max(raw, forced, solid_floor(classes)), size)
+    # The floor (`floor_tokens`), computed only as far as it could exceed `raw`: the passes
+    # over digits, symbols and line breaks only when their bound from the class counts could.
+    forced = sum(counts) + word_tokens(unknown, m.vocab) + other_tokens(other, m.vocab)
+    if forced + text_bound(*itemgetter(*_TEXT_BOUND)(counted)) > raw:
+        forced += text_tokens(data)
+    if len(classes) > _SOLID_CHARS * raw:  # else solid_floor(classes) <= raw
+        forced = max(forced, solid_floor(classes))
+    return min(max(raw, forced), size)

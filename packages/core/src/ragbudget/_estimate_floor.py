@@ -18,7 +18,7 @@ estimate never returns less:
 - digits cost a token per group of up to 3 in each run (how numbers are split);
 - a run of ASCII symbols or control characters costs a token (a lone symbol only when no
   letter follows: `, ` or `1:2`, not `.name`), or 0.66 tokens per symbol when it holds 3
-  different ones or more (symbol soup, not a rule line like `-----`);
+  different ones or more (symbol soup, not a rule line like `-----` nor JSON's `"},{"`);
 - a line break costs a token (runs of blank lines one in all);
 - a non-ASCII character no token holds alone, in words the vocabulary lacks, costs what its
   block costs in the encoding (3 for Cherokee, 4 for Shavian), at least 1; for the default
@@ -43,7 +43,15 @@ from itertools import repeat
 
 from ragbudget._estimate_text import _CLASSES, _CONTINUATION, _WORD_TABLE, Vocabulary
 
-__all__ = ["floor_tokens", "forced_tokens", "solid_floor"]
+__all__ = [
+    "floor_tokens",
+    "forced_tokens",
+    "other_tokens",
+    "solid_floor",
+    "text_bound",
+    "text_tokens",
+    "word_tokens",
+]
 
 _CHARS_PER_TOKEN_FLOOR = 8
 _SPACING = b" \n\t-_."  # classes of ASCII whitespace, controls and punctuation
@@ -58,10 +66,18 @@ _PER_SYMBOL = 0.66  # tokens per symbol of symbol soup (cl100k: 1.55 symbols per
 _CASE_CHANGE = re.compile(rb"[a-z](?=[A-Z])")
 _SYMBOL = rb"[\x00-\x08\x0e-\x1f!-/:-@\[-`{-~\x7f]"
 _SYMBOL_SOUP = re.compile(_SYMBOL + rb"{3,}")
-# symbols -> ".", letters (and non-ASCII bytes) -> "a", the rest (digits, whitespace) -> " "
+_STRUCTURE = b'"{}[]:,'  # a run of these alone is JSON's structure (`":{"`), not soup
+# symbols -> ".", letters (and non-ASCII bytes) -> "a", line feeds stay, the rest (digits,
+# other whitespace) -> " "
 _SHAPES = bytes(
     ord(
-        "." if re.fullmatch(_SYMBOL, bytes((b,))) else "a" if b >= 0x80 or chr(b).isalpha() else " "
+        "."
+        if re.fullmatch(_SYMBOL, bytes((b,)))
+        else "a"
+        if b >= 0x80 or chr(b).isalpha()
+        else "\n"
+        if b == 0x0A
+        else " "
     )
     for b in range(256)
 )
@@ -91,7 +107,7 @@ def _word_price(word: bytes, pairs: re.Pattern[bytes]) -> int:
     return 1 + rare + changes
 
 
-def _other_cost(other: list[bytes], vocab: Vocabulary) -> int:
+def other_tokens(other: list[bytes], vocab: Vocabulary) -> int:
     """What the unknown non-ASCII words `other` cost at least: a token each, plus their
     characters no token holds alone at their block's cost (the most of any encoding `vocab`
     covers), plus a token per Latin-1, Latin Extended, IPA or combining character (a word of
@@ -114,16 +130,9 @@ def _other_cost(other: list[bytes], vocab: Vocabulary) -> int:
     return len(other) + best + sum(map(latin.count, _LATIN))
 
 
-def forced_tokens(
-    data: bytes,
-    known_tokens: int,
-    unknown: Sequence[bytes],
-    other: list[bytes],
-    vocab: Vocabulary,
-) -> int:
-    """The piece-by-piece count of `floor_tokens`, from the UTF-8 `data`, the sum of the token
-    counts of its known words, its unknown ASCII words and its unknown non-ASCII words."""
-    total = known_tokens
+def word_tokens(unknown: Sequence[bytes], vocab: Vocabulary) -> int:
+    """What the unknown ASCII words `unknown` cost at least (see the module docstring)."""
+    total = 0
     short = [w for w in unknown if len(w) < _LONG]
     if short:
         joined = b" ".join(short)
@@ -137,20 +146,51 @@ def forced_tokens(
     if len(short) < len(unknown):
         rare_pairs = vocab.rare_pairs
         total += sum(_word_price(w, rare_pairs) for w in unknown if len(w) >= _LONG)
+    return total
+
+
+def text_tokens(data: bytes) -> int:
+    """What the digits, ASCII symbols and line breaks of the UTF-8 `data` cost at least.
+
+    Never more than `text_bound` of its class counts."""
+    total = 0
     numbers = data.translate(_DIGITS).split()
     if numbers:
         total += len(_DIGIT_PIECES.findall(b" ".join(numbers)))
     shapes = data.translate(_SHAPES)
-    # runs of symbols (they start after a space or a letter), less the lone symbols that a
+    # runs of symbols (they start after whitespace or a letter), less the lone symbols that a
     # letter follows (".a" ends every run a letter follows, "..a" every longer one)
-    symbols = shapes.count(b" .") + shapes.count(b"a.") + shapes.startswith(b".")
-    total += symbols - shapes.count(b".a") + shapes.count(b"..a")
+    symbols = shapes.count(b" .") + shapes.count(b"\n.") + shapes.count(b"a.")
+    total += symbols + shapes.startswith(b".") - shapes.count(b".a") + shapes.count(b"..a")
     if b"..." in shapes:
         for run in _SYMBOL_SOUP.findall(data):
-            if len(set(run)) >= 3:
+            if len(set(run)) >= 3 and run.translate(None, _STRUCTURE):
                 total += math.ceil(len(run) * _PER_SYMBOL) - 1
-    total += data.count(b"\n") - data.count(b"\n\n")
-    return total + _other_cost(other, vocab)
+    # line breaks, runs of blank lines one in all
+    return total + data.count(b"\n") - data.count(b"\n\n")
+
+
+def text_bound(digits: int, pairs: int, triples: int, *symbols_and_breaks: int) -> int:
+    """An upper bound of `text_tokens` from counts of the character classes (`_CLASSES`):
+    digits, non-overlapping digit pairs and triples, then symbols (classes `.`, `-`, `_` and
+    controls) and line breaks. A run of L digits makes ceil(L / 3) <= floor(L / 3) + L -
+    floor(L / 2) pieces; a run of symbols at most one token per symbol (0.66 in soup); a line
+    break at most one."""
+    return digits - pairs + triples + sum(symbols_and_breaks)
+
+
+def forced_tokens(
+    data: bytes,
+    known_tokens: int,
+    unknown: Sequence[bytes],
+    other: list[bytes],
+    vocab: Vocabulary,
+) -> int:
+    """The piece-by-piece count of `floor_tokens`, from the UTF-8 `data`, the sum of the token
+    counts of its known words, its unknown ASCII words and its unknown non-ASCII words."""
+    return (
+        known_tokens + word_tokens(unknown, vocab) + text_tokens(data) + other_tokens(other, vocab)
+    )
 
 
 def floor_tokens(text: str, vocab: Vocabulary) -> int:
