@@ -154,3 +154,18 @@ def test_evidence_pages_continue_and_concise_is_unchanged(
 def test_a_bad_cap_is_named(stdlib_store_embedded: DocumentStore, cap: object) -> None:
     with pytest.raises(StoreError, match="max_per_source must be an integer from 1 to 1000"):
         stdlib_store_embedded.search("x", evidence=True, max_per_source=cap)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("budget", [3000, 8000])
+@pytest.mark.parametrize("query", QUERIES[:3])
+def test_a_wide_evidence_page_reaches_as_far_as_the_plain_one(
+    stdlib_store_embedded: DocumentStore, query: str, budget: int
+) -> None:
+    """Merging a chunk ranked far down narrows the page to the ranks before the first one left
+    out; the page then widens again while the budget holds more ranks, so an evidence page
+    accounts for at least the ranks a plain page shows (merged overlaps cost less, not more)."""
+    store = stdlib_store_embedded
+    plain = store.search(query, max_tokens=budget, limit=100, evidence=False)
+    more = store.search(query, max_tokens=budget, limit=100)
+    assert len(more.accounted_ids()) >= len(plain.results)
+    assert more.used_tokens >= 0.8 * budget

@@ -12,11 +12,12 @@ is measured against the budget, as in `budget_response`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ragbudget.counters import TokenCounter
-from ragbudget.evidence import EvidenceReport, select
+from ragbudget.evidence import EvidenceReport, EvidenceResult, select
+from ragbudget.fitting import largest_fitting
 from ragbudget.models import Chunk
 from ragbudget.store.errors import StoreError
 from ragbudget.store.models import SearchResponse, SearchResult
@@ -109,23 +110,30 @@ def evidence_response(
         longest = max(results, key=_id_length, default=None)
         return page.response(results, longest, offset + len(hits), True).to_text()
 
-    budget, reach = max_tokens, len(hits)
+    budget, reach, narrowed = max_tokens, len(hits), False
     remembered = _Remembered(counter)  # the tries render many of the same candidates
-    for _ in range(_TRIES):
+
+    def attempt(k: int) -> EvidenceResult | None:
         try:
-            got = select(
-                chunks[:reach], budget, counter=remembered, query=query, render=render,
+            return select(
+                chunks[:k], budget, counter=remembered, query=query, render=render,
                 max_per_source=max_per_source, min_share=_MIN_SHARE[rendering.format],
             )  # fmt: skip
         except ValueError:
-            break  # not even an empty rendering fits: the plain path says what is needed
-        if not got.chunks:
+            return None  # not even an empty rendering fits: the plain path says what is needed
+
+    for _ in range(_TRIES):
+        got = attempt(reach)
+        if got is None or not got.chunks:
             break
         report = got.report
         left = min((rank[i] for i in report.dropped_ids), default=None)
         if left is not None and _reaches_past(report, rank, left):
-            reach = left  # this page ends before `left`: nothing past it may be shown
+            reach, narrowed = left, True  # the page ends before `left`: nothing past it shown
             continue
+        if left is None and narrowed:  # the narrower page may leave budget for more ranks
+            reach, got = _widest(attempt, reach, len(hits), got)
+            narrowed, report = False, got.report
         covered = reach if left is None else left
         next_offset = offset + covered if covered < len(hits) or more else None
         cut = set(report.cut_ids)
@@ -149,6 +157,25 @@ def evidence_response(
         if budget <= 0:
             break
     return plain()
+
+
+def _widest(
+    attempt: Callable[[int], EvidenceResult | None], reach: int, upper: int, got: EvidenceResult
+) -> tuple[int, EvidenceResult]:
+    """The largest reach in `[reach, upper]` whose selection leaves no rank out (galloping up
+    from `reach`, which does), and its selection."""
+    tried = {reach: got}
+
+    def whole(k: int) -> bool:
+        if k not in tried:
+            found = attempt(k)
+            if found is None or found.report.dropped_ids or not found.chunks:
+                return False
+            tried[k] = found
+        return True
+
+    best = largest_fitting(whole, upper, lower=reach, guess=reach + 1) or reach
+    return best, tried[best]
 
 
 class _Remembered:
