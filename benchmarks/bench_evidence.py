@@ -134,7 +134,7 @@ def _render(pieces: Pieces) -> str:
     return "\n\n".join(f"[{i}] {s}\n{t}" for i, (s, t) in enumerate(pieces, start=1))
 
 
-def _as_chunks(ranked: list[tuple[str, str, dict[str, Any], float]]) -> list[Chunk]:
+def _as_chunks(ranked: list[Record]) -> list[Chunk]:
     return [Chunk(id=i, text=d, score=s, metadata=m) for i, d, m, s in ranked]
 
 
@@ -170,23 +170,35 @@ def store_search(store: DocumentStore, name: str, **options: Any) -> Callable[[s
     return run
 
 
+Record = tuple[str, str, dict[str, Any], float]
+"""A ranked candidate: id, text, metadata, score."""
+
+
+def ranked_records(tmp: Path) -> tuple[DocumentStore, list[list[Record]]]:
+    """The benchmark's store (built in `tmp`, its summary printed) and, for each question, its
+    `CANDIDATES` best records in rank order, as the store's own ranking gives them."""
+    store = DocumentStore(path=tmp / "db")
+    report = store.ingest([STDLIB / p for p in PACKAGES])
+    print(f"store: the stdlib's {', '.join(PACKAGES)}: {report.files_ingested} files, "
+          f"{report.chunks_added} chunks; counter {store.counter.name}; {len(QUESTIONS)} "
+          f"questions; {CANDIDATES} ranked candidates each")  # fmt: skip
+    collection = store.collection
+    ranked: list[list[Record]] = []
+    for q, _ in QUESTIONS:
+        pairs = store._ranked(collection, q, CANDIDATES, None)
+        records = store._records(collection, [i for i, _ in pairs])
+        ranked.append([(i, *records[i], round(1 - d, 4)) for i, d in pairs])
+    return store, ranked
+
+
 def main() -> None:
     offline_tiktoken()
     logging.getLogger("ragbudget").setLevel(logging.ERROR)
     begin = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="ragbudget-bench-") as tmp:
-        store = DocumentStore(path=Path(tmp) / "db")
-        report = store.ingest([STDLIB / p for p in PACKAGES])
+        store, candidates = ranked_records(Path(tmp))
         tc = store.counter
-        print(f"store: the stdlib's {', '.join(PACKAGES)}: {report.files_ingested} files, "
-              f"{report.chunks_added} chunks; counter {tc.name}; {len(QUESTIONS)} questions; "
-              f"{CANDIDATES} ranked candidates each")  # fmt: skip
-        collection = store.collection
-        ranked: list[list[Chunk]] = []
-        for q, _ in QUESTIONS:
-            pairs = store._ranked(collection, q, CANDIDATES, None)
-            records = store._records(collection, [i for i, _ in pairs])
-            ranked.append(_as_chunks([(i, *records[i], round(1 - d, 4)) for i, d in pairs]))
+        ranked = [_as_chunks(records) for records in candidates]
         prefix = STDLIB.as_posix().rstrip("/") + "/"
         answers = [{prefix + f for f in files} for _, files in QUESTIONS]
         ceiling = sum(bool(a & {c.metadata["source"] for c in r}) for a, r in

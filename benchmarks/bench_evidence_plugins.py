@@ -29,16 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from _corpus import STDLIB, offline_tiktoken
-from bench_evidence import BUDGETS, CANDIDATES, PACKAGES, QUESTIONS
+from bench_evidence import BUDGETS, QUESTIONS, Record, ranked_records
 from langchain_core.documents import Document
 from langchain_core.prompts import PromptTemplate
 from langchain_ragbudget import TokenBudgetCompressor
 from llama_index.core.schema import NodeRelationship, NodeWithScore, RelatedNodeInfo, TextNode
 from llama_index.postprocessor.ragbudget import TokenBudgetPostprocessor
-from ragbudget.store import DocumentStore
 
-Record = tuple[str, str, dict[str, Any], float]
-"""(id, text, metadata, score) of one ranked chunk."""
 Run = Callable[[list[Record], str, int], set[str]]
 """What a plugin shows of the ranked records for a query at a budget: the files."""
 
@@ -99,18 +96,8 @@ def main() -> None:
     logging.getLogger("ragbudget").setLevel(logging.ERROR)
     begin = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="ragbudget-bench-") as tmp:
-        store = DocumentStore(path=Path(tmp) / "db")
-        report = store.ingest([STDLIB / p for p in PACKAGES])
+        store, ranked = ranked_records(Path(tmp))
         tc = store.counter
-        print(f"store: the stdlib's {', '.join(PACKAGES)}: {report.files_ingested} files, "
-              f"{report.chunks_added} chunks; counter {tc.name}; {len(QUESTIONS)} questions; "
-              f"{CANDIDATES} ranked candidates each")  # fmt: skip
-        collection = store.collection
-        ranked: list[list[Record]] = []
-        for q, _ in QUESTIONS:
-            pairs = store._ranked(collection, q, CANDIDATES, None)
-            records = store._records(collection, [i for i, _ in pairs])
-            ranked.append([(i, *records[i], round(1 - d, 4)) for i, d in pairs])
     prefix = STDLIB.as_posix().rstrip("/") + "/"
     answers = [{prefix + f for f in files} for _, files in QUESTIONS]
     plugins = {"LangChain": langchain, "LlamaIndex": llamaindex}

@@ -142,17 +142,14 @@ def fit(
         kept.sort(key=lambda cand: cand[0])
     cut_ids = [c[1].id for c in kept if c[3]]
     dropped_ids = [items[idx].id for idx in ranking if idx in dropped] if dropped else []
-    info = TruncationInfo(
-        truncated=bool(dropped_ids or cut_ids),
-        reason="token_budget" if dropped_ids else ("chunk_cut" if cut_ids else None),
+    info = TruncationInfo.of(
         original_count=len(items),
         returned_count=len(kept),
         dropped_ids=dropped_ids,
         cut_ids=cut_ids,
         used_tokens=used,
         max_tokens=max_tokens,
-        counter=tc.name,
-        exact=tc.exact,
+        counter=tc,
         next_offset=next_rank,
     )
     _log(info)

@@ -66,6 +66,35 @@ class TruncationInfo(BaseModel):
         ),
     )
 
+    @classmethod
+    def of(
+        cls,
+        *,
+        original_count: int,
+        returned_count: int,
+        dropped_ids: list[str],
+        cut_ids: list[str],
+        used_tokens: int,
+        max_tokens: int,
+        counter: Any,
+        next_offset: int | None = None,
+    ) -> TruncationInfo:
+        """The report of a fit, `truncated` and `reason` following from what was dropped and
+        cut, the counter's name and exactness from `counter` (a `TokenCounter`)."""
+        return cls(
+            truncated=bool(dropped_ids or cut_ids),
+            reason="token_budget" if dropped_ids else ("chunk_cut" if cut_ids else None),
+            original_count=original_count,
+            returned_count=returned_count,
+            dropped_ids=dropped_ids,
+            cut_ids=cut_ids,
+            used_tokens=used_tokens,
+            max_tokens=max_tokens,
+            counter=counter.name,
+            exact=counter.exact,
+            next_offset=next_offset,
+        )
+
     def summary(self) -> str:
         """One line for a log: what was kept, dropped and cut, in how many tokens."""
         text = f"kept {self.returned_count} of {self.original_count}"

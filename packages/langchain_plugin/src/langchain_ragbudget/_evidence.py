@@ -144,16 +144,13 @@ def select_documents(
         kept.append(annotated_copy(doc, doc.page_content, note))
     left_out = {*report.dropped_ids, *report.capped_ids}
     dropped = [c.id for c in ranked if c.id in left_out]
-    info = TruncationInfo(
-        truncated=bool(dropped or report.cut_ids),
-        reason="token_budget" if dropped else ("chunk_cut" if report.cut_ids else None),
+    info = TruncationInfo.of(
         original_count=len(chunks),
         returned_count=len(kept),
         dropped_ids=dropped,
         cut_ids=report.cut_ids,
         used_tokens=report.used_tokens,
         max_tokens=options.max_tokens,
-        counter=counter.name,
-        exact=counter.exact,
+        counter=counter,
     )
     return kept, info

@@ -146,17 +146,14 @@ def select_nodes(
     placed = set(holder) | {d for ds in duplicates.values() for d in ds}
     dropped = sorted((cid for cid in ids if cid not in placed), key=rank.__getitem__)
     cut_ids = [chunk.id for chunk, _, _ in built if chunk.id in report.cut_ids]
-    info = TruncationInfo(
-        truncated=bool(dropped or cut_ids),
-        reason="token_budget" if dropped else ("chunk_cut" if cut_ids else None),
+    info = TruncationInfo.of(
         original_count=len(ids),
         returned_count=len(built),
         dropped_ids=dropped,
         cut_ids=cut_ids,
         used_tokens=sum(n for _, _, n in built),
         max_tokens=max_tokens,
-        counter=counter.name,
-        exact=counter.exact,
+        counter=counter,
     )
     out = [nws for chunk, nws, _ in sorted(built, key=lambda b: index[b[0].id])]
     return EvidenceFit(nodes=out, info=info, report=report)
