@@ -191,6 +191,12 @@ def ranked_records(tmp: Path) -> tuple[DocumentStore, list[list[Record]]]:
     return store, ranked
 
 
+def answer_files() -> list[set[str]]:
+    """For each question, the full paths of the files that answer it."""
+    prefix = STDLIB.as_posix().rstrip("/") + "/"
+    return [{prefix + f for f in files} for _, files in QUESTIONS]
+
+
 def main() -> None:
     offline_tiktoken()
     logging.getLogger("ragbudget").setLevel(logging.ERROR)
@@ -199,8 +205,7 @@ def main() -> None:
         store, candidates = ranked_records(Path(tmp))
         tc = store.counter
         ranked = [_as_chunks(records) for records in candidates]
-        prefix = STDLIB.as_posix().rstrip("/") + "/"
-        answers = [{prefix + f for f in files} for _, files in QUESTIONS]
+        answers = answer_files()
         ceiling = sum(bool(a & {c.metadata["source"] for c in r}) for a, r in
                       zip(answers, ranked, strict=True))  # fmt: skip
         print(f"answer file among the {CANDIDATES} candidates: {ceiling}/{len(QUESTIONS)}")

@@ -28,8 +28,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from _corpus import STDLIB, offline_tiktoken
-from bench_evidence import BUDGETS, QUESTIONS, Record, ranked_records
+from _corpus import offline_tiktoken
+from bench_evidence import BUDGETS, QUESTIONS, Record, answer_files, ranked_records
 from langchain_core.documents import Document
 from langchain_core.prompts import PromptTemplate
 from langchain_ragbudget import TokenBudgetCompressor
@@ -98,8 +98,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="ragbudget-bench-") as tmp:
         store, ranked = ranked_records(Path(tmp))
         tc = store.counter
-    prefix = STDLIB.as_posix().rstrip("/") + "/"
-    answers = [{prefix + f for f in files} for _, files in QUESTIONS]
+    answers = answer_files()
     plugins = {"LangChain": langchain, "LlamaIndex": llamaindex}
     for plugin, make in plugins.items():
         print(f"\n{plugin:<24}" + "".join(f"{b:>8,} tok" for b in BUDGETS)

@@ -122,8 +122,7 @@ def similarity(a: str, b: str, *, shingle: int = 3) -> float:
         >>> similarity("a b c d", "a b c d")
         1.0
     """
-    sa, sb = _shingles(a, shingle), _shingles(b, shingle)
-    return len(sa & sb) / len(sa | sb) if sa | sb else 1.0
+    return _jaccard(_shingles(a, shingle), _shingles(b, shingle))
 
 
 def merge_adjacent(
@@ -403,7 +402,7 @@ def select(
         msg = f"max_tokens={max_tokens} cannot hold even an empty rendering ({base} tokens)"
         raise ValueError(msg)
     costs = [tc.count(draw([c])) - base for c in ranked]
-    kept, fitted = _prefix(ranked, costs, max_tokens, tc, draw)
+    kept, fitted = _prefix(ranked, costs, max_tokens - base, max_tokens, tc, draw)
     # Without snippets, only a top result too large to fit whole is cut (as `fit` does).
     target = max(1, min(max_results, max_tokens // min_share)) if snippets else 1
     if min(target, len(ranked)) > len(kept):
@@ -411,7 +410,7 @@ def select(
         # said once, shorter paths), so the budget left over is shared out again.
         room = max_tokens - base
         for _ in range(_SHARE_ROUNDS):
-            shared = shared_snippets(ranked[:target], costs, room, tc, draw, query, positions)
+            shared = shared_snippets(ranked[:target], costs, base, room, tc, draw, query, positions)
             more = largest_prefix(
                 functools.partial(_first, draw, shared), len(shared), max_tokens, tc
             )
@@ -453,10 +452,11 @@ def _first(draw: Render, chunks: list[Chunk], k: int) -> str:
 
 
 def _prefix(
-    ranked: list[Chunk], costs: list[int], max_tokens: int, tc: Any, draw: Render
+    ranked: list[Chunk], costs: list[int], room: int, max_tokens: int, tc: Any, draw: Render
 ) -> tuple[list[Chunk], Fitted]:
-    """The longest ranked prefix of whole chunks whose rendering fits, and that rendering."""
-    k, room = 0, max_tokens - tc.count(draw([]))
+    """The longest ranked prefix of whole chunks whose rendering fits, and that rendering
+    (`room`: the budget less the empty rendering)."""
+    k = 0
     while k < len(costs) and costs[k] <= room:
         room -= costs[k]
         k += 1

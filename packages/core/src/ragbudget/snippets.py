@@ -95,16 +95,16 @@ def best_window(text: str, words: list[str], chars: int) -> int:
 def shared_snippets(
     ranked: list[Chunk],
     costs: list[int],
+    base: int,
     room: int,
     tc: Any,
     draw: Callable[[list[Chunk]], str],
     query: str | None,
     positions: Positions,
 ) -> list[Chunk]:
-    """`ranked` each within a fair share of `room` (two tokens a result kept for the joins)
-    as `draw` renders it alone,
-    one larger than its share cut to its best-matching lines; those that cannot hold a line
-    leave."""
+    """`ranked` each within a fair share of `room` (two tokens a result kept for the joins),
+    as `draw` renders it alone over the `base` tokens of `draw([])`: one larger than its share
+    is cut to its best-matching lines; those that cannot hold a line leave."""
     n = len(ranked)
     shares = fair_shares(costs[:n], room - 2 * n)
     words = query_words(query)
@@ -113,7 +113,7 @@ def shared_snippets(
         if cost <= share:
             out.append(chunk)
             continue
-        part = _best_lines(chunk, cost, share, words, tc, draw, positions)
+        part = _best_lines(chunk, cost, share, base, words, tc, draw, positions)
         if part is not None:
             out.append(part)
     return out
@@ -123,16 +123,18 @@ def _best_lines(
     chunk: Chunk,
     cost: int,
     share: int,
+    base: int,
     words: list[str],
     tc: Any,
     draw: Callable[[list[Chunk]], str],
     positions: Positions,
 ) -> Chunk | None:
-    """The part of `chunk` from the start of its window of lines (about `share` tokens long)
-    that mentions the query's words most, cut to fit `share` in the rendering."""
+    """The part of `chunk` from the start of its window of lines (its `share` of tokens, in
+    characters at the chunk's own tokens per character) that mentions the query's words most,
+    cut so that `draw` of it alone counts at most `base + share`."""
     text = chunk.text
-    offset = best_window(text, words, max(1, len(text) * share // max(cost, 1)))
-    base = tc.count(draw([]))
+    chars = len(text) * share // max(cost, 1)
+    offset = best_window(text, words, max(1, chars))
     span = positions.span(chunk)
     first = positions.first_line(chunk)
     line = None if first is None else first + text.count("\n", 0, offset)
@@ -147,7 +149,7 @@ def _best_lines(
     # Whole lines first (a few counts: the guess is the share's characters at the chunk's
     # own tokens per character); a first line too long for the share is cut inside.
     ends = [m.start() for m in _NEWLINE.finditer(rest)] + [len(rest)]
-    guess = bisect.bisect_right(ends, len(text) * share // max(cost, 1))
+    guess = bisect.bisect_right(ends, chars)
     whole = largest_prefix(
         lambda k: draw([place(rest[: ends[k - 1]])]), len(ends), base + share, tc, lower=1,
         guess=max(guess, 1),

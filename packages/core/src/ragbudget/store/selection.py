@@ -17,7 +17,7 @@ from typing import Any
 
 from ragbudget.counters import TokenCounter
 from ragbudget.evidence import EvidenceReport, EvidenceResult, select
-from ragbudget.fitting import largest_fitting
+from ragbudget.fitting import Fitted, largest_fitting
 from ragbudget.models import Chunk
 from ragbudget.store.errors import StoreError
 from ragbudget.store.models import SearchResponse, SearchResult
@@ -73,9 +73,10 @@ def evidence_response(
     Pages stay a partition of the ranking: a page accounts for a run of ranks from its offset
     (each shown, merged into a shown span, or left out as a duplicate of a shown text; or
     left out by the cap per file, said in `capped_ids`) and `next_offset` is the first rank
-    after that run. Should the selection merge or dedupe a chunk ranked past the first one it
-    had to leave out, it runs again on the hits before that one, so that the next page never
-    repeats what this one showed.
+    after that run. Should the selection show, merge or dedupe a chunk ranked past the first
+    one it had to leave out, it runs again on the hits before that one, so that the next page
+    never repeats what this one showed; then the run widens again while a selection leaves no
+    rank of it out.
     """
 
     def plain() -> SearchResponse:
@@ -150,9 +151,10 @@ def evidence_response(
             results, first_cut, next_offset, covered < len(hits) or bool(cut), covered=covered,
             capped=sorted((i for i in capped if rank[i] < covered), key=rank.__getitem__),
         )  # fmt: skip
-        size = counter.count(response.to_text())
+        text = response.to_text()
+        size = counter.count(text)
         if size <= max_tokens:
-            return measure(response, counter)
+            return measure(response, counter, Fitted(len(results), text, size))
         budget -= size - max_tokens
         if budget <= 0:
             break
