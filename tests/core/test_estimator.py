@@ -27,7 +27,7 @@ from ragbudget._estimate import (
     vocabulary,
 )
 from ragbudget._estimate_data import load
-from ragbudget._estimate_floor import text_bound, text_tokens
+from ragbudget._estimate_floor import clear_caches, text_bound, text_tokens
 from ragbudget.counters import EstimateCounter, TokenCounter
 
 SAMPLE = Path(__file__).parent / "data" / "estimator_sample.json.gz"
@@ -190,6 +190,14 @@ def test_deterministic(text: str, target: str) -> None:
     assert EstimateCounter(None if target == DEFAULT_TARGET else target).count(text) == (
         estimate_tokens(text, target)
     )
+
+
+def test_the_word_cache_changes_no_count(sample: dict[str, list[str]]) -> None:
+    """Long unknown words are priced once and remembered: cold and warm counts are equal."""
+    texts = [text for family in ("code", "json", "identifiers") for text in sample[family]]
+    warm = [estimate_tokens(text) for text in texts]
+    clear_caches()
+    assert [estimate_tokens(text) for text in texts] == warm
 
 
 @settings(max_examples=100, deadline=None)

@@ -55,15 +55,22 @@ def accuracy(
     )
 
 
-def throughputs(methods: dict[str, Counter], texts: Sequence[str], repeats: int = 5) -> list[float]:
+def throughputs(
+    methods: dict[str, Counter],
+    texts: Sequence[str],
+    repeats: int = 5,
+    reset: Callable[[], None] = lambda: None,
+) -> list[float]:
     """Millions of characters per second for each method, best of `repeats` rounds.
 
-    The methods take turns within each round, so a busy machine slows them alike.
+    The methods take turns within each round, so a busy machine slows them alike; `reset` runs
+    before each method's round (the estimate's word caches start cold in every round).
     """
     chars = sum(map(len, texts))
     best = [float("inf")] * len(methods)
     for _ in range(repeats):
         for i, counter in enumerate(methods.values()):
+            reset()
             start = time.perf_counter()
             for text in texts:
                 counter(text)
@@ -118,8 +125,10 @@ def speed_table(
     methods: dict[str, Counter],
     ratios: Sequence[tuple[str, str]] = (),
     families: Sequence[str] = FAMILIES,
+    reset: Callable[[], None] = lambda: None,
 ) -> str:
-    """Throughput per family and method, then `a / b` speed ratios of the same run."""
+    """Throughput per family and method, then `a / b` speed ratios of the same run (`reset`:
+    see `throughputs`)."""
     head = "| M chars/s | " + " | ".join(f"`{m}`" for m in methods)
     head += "".join(f" | `{a}` / `{b}`" for a, b in ratios) + " |"
     lines = [head, "|" + "---|" * (len(methods) + len(ratios) + 1)]
@@ -127,7 +136,7 @@ def speed_table(
     for family in families:
         texts = [c.text for c in chunks if c.family == family]
         if texts:
-            speeds = throughputs(methods, texts)
+            speeds = throughputs(methods, texts, reset=reset)
             cells = [f"{speed:.2f}" for speed in speeds]
             cells += [f"{speeds[names.index(a)] / speeds[names.index(b)]:.2f}x" for a, b in ratios]
             lines.append(f"| {family} | " + " | ".join(cells) + " |")

@@ -42,6 +42,7 @@ from operator import itemgetter, mul, not_
 
 from ragbudget._estimate_data import load
 from ragbudget._estimate_floor import (
+    clear_caches,
     floor_tokens,
     other_tokens,
     solid_floor,
@@ -84,6 +85,7 @@ __all__ = [
     "SCRIPT_NAMES",
     "TARGETS",
     "Vocabulary",
+    "clear_caches",
     "estimate_tokens",
     "features",
     "floor_tokens",

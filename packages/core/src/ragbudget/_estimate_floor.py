@@ -36,14 +36,17 @@ more than 1 point (docs/estimator.md).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Sequence
-from itertools import repeat
+from itertools import compress, repeat
+from operator import add, floordiv, ge
 
 from ragbudget._estimate_text import _CLASSES, _CONTINUATION, _WORD_TABLE, Vocabulary
 
 __all__ = [
+    "clear_caches",
     "floor_tokens",
     "forced_tokens",
     "other_tokens",
@@ -65,7 +68,6 @@ _PER_LETTER = 0.55  # tokens per letter of random letters (cl100k: 1.85 letters 
 _PER_SYMBOL = 0.66  # tokens per symbol of symbol soup (cl100k: 1.55 symbols per token)
 _CASE_CHANGE = re.compile(rb"[a-z](?=[A-Z])")
 _SYMBOL = rb"[\x00-\x08\x0e-\x1f!-/:-@\[-`{-~\x7f]"
-_SYMBOL_SOUP = re.compile(_SYMBOL + rb"{3,}")
 _STRUCTURE = b'"{}[]:,'  # a run of these alone is JSON's structure (`":{"`), not soup
 # symbols -> ".", letters (and non-ASCII bytes) -> "a", line feeds stay, the rest (digits,
 # other whitespace) -> " "
@@ -82,7 +84,10 @@ _SHAPES = bytes(
     for b in range(256)
 )
 _DIGITS = bytes(byte if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
-_DIGIT_PIECES = re.compile(rb"[0-9]{1,3}")
+# ASCII symbols and controls kept, the rest -> " " (split() then yields the runs of symbols)
+_SYMBOLS_KEPT = bytes(byte if _SHAPES[byte] == ord(".") else 0x20 for byte in range(256))
+_SOUP = 3  # a run of 3 symbols or more may be symbol soup
+_CACHED_WORDS = 1 << 16  # unknown words whose floor figures each cache keeps
 _LATIN = (b"l", b"L", b"S", b"m")  # classes of Latin-1, Latin Extended, symbols, IPA and marks
 _PREFIX = re.compile(rb"[\xe0-\xef][\x80-\xbf]|[\xf0-\xf4][\x80-\xbf]{2}|[\xc2-\xdf]")
 
@@ -92,8 +97,11 @@ def solid_floor(classes: bytes) -> int:
     return max(1, -(-len(classes.translate(None, _SPACING)) // _CHARS_PER_TOKEN_FLOOR))
 
 
+@functools.lru_cache(maxsize=_CACHED_WORDS)
 def _word_price(word: bytes, pairs: re.Pattern[bytes]) -> int:
-    """What one unknown ASCII word of _LONG letters or more costs (see the module docstring)."""
+    """What one unknown ASCII word of _LONG letters or more costs (see the module docstring).
+
+    Cached: a document's identifiers and names recur from chunk to chunk."""
     size = len(word)
     lower = word.lower()
     rare = len(pairs.findall(lower))
@@ -144,9 +152,14 @@ def word_tokens(unknown: Sequence[bytes], vocab: Vocabulary) -> int:
             rare = math.ceil(pairs * _PER_LETTER)
         total += len(short) + rare + len(_CASE_CHANGE.findall(joined))
     if len(short) < len(unknown):
-        rare_pairs = vocab.rare_pairs
-        total += sum(_word_price(w, rare_pairs) for w in unknown if len(w) >= _LONG)
+        long = [w for w in unknown if len(w) >= _LONG]
+        total += sum(map(_word_price, long, repeat(vocab.rare_pairs)))
     return total
+
+
+def clear_caches() -> None:
+    """Forget the prices of long unknown words (for benchmarks measuring a cold start)."""
+    _word_price.cache_clear()
 
 
 def text_tokens(data: bytes) -> int:
@@ -155,17 +168,18 @@ def text_tokens(data: bytes) -> int:
     Never more than `text_bound` of its class counts."""
     total = 0
     numbers = data.translate(_DIGITS).split()
-    if numbers:
-        total += len(_DIGIT_PIECES.findall(b" ".join(numbers)))
-    shapes = data.translate(_SHAPES)
-    # runs of symbols (they start after whitespace or a letter), less the lone symbols that a
-    # letter follows (".a" ends every run a letter follows, "..a" every longer one)
-    symbols = shapes.count(b" .") + shapes.count(b"\n.") + shapes.count(b"a.")
-    total += symbols + shapes.startswith(b".") - shapes.count(b".a") + shapes.count(b"..a")
-    if b"..." in shapes:
-        for run in _SYMBOL_SOUP.findall(data):
-            if len(set(run)) >= 3 and run.translate(None, _STRUCTURE):
-                total += math.ceil(len(run) * _PER_SYMBOL) - 1
+    if numbers:  # a piece per 3 digits of each run, rounded up
+        total += sum(map(floordiv, map(add, map(len, numbers), repeat(2)), repeat(3)))
+    runs = data.translate(_SYMBOLS_KEPT).split()  # the runs of symbols
+    if runs:
+        # a token each, but for the lone symbols that a letter follows (".a" ends every run a
+        # letter follows, "..a" every longer one)
+        shapes = data.translate(_SHAPES)
+        total += len(runs) - shapes.count(b".a") + shapes.count(b"..a")
+        if b"..." in shapes:
+            for run in compress(runs, map(ge, map(len, runs), repeat(_SOUP))):
+                if len(set(run)) >= 3 and run.translate(None, _STRUCTURE):
+                    total += math.ceil(len(run) * _PER_SYMBOL) - 1
     # line breaks, runs of blank lines one in all
     return total + data.count(b"\n") - data.count(b"\n\n")
 
