@@ -28,6 +28,7 @@ from ragbudget._estimate import (
 )
 from ragbudget._estimate_data import load
 from ragbudget._estimate_floor import clear_caches, text_bound, text_tokens
+from ragbudget._estimate_text import BlockCosts
 from ragbudget.counters import EstimateCounter, TokenCounter
 
 SAMPLE = Path(__file__).parent / "data" / "estimator_sample.json.gz"
@@ -288,3 +289,31 @@ def test_text_bound_bounds_the_text_floor(text: str) -> None:
     classes = data.translate(_estimate._CLASSES, _estimate._CONTINUATION)
     counts = [classes.count(bytes(c, "ascii")) for c in ("0", "00", "000", ".", "-", "_", "\t")]
     assert text_tokens(data) <= text_bound(*counts, classes.count(b"\n"))
+
+
+def _block_by_block(residue: str, table: dict[bytes, int]) -> int:
+    """What `BlockCosts.cost` sums, character by character."""
+    return sum(table.get(c.encode("utf-8", "surrogatepass")[:-1], 1) for c in residue)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    residue=st.text(
+        alphabet=st.characters(min_codepoint=0x80, codec=None, exclude_categories=()),
+        max_size=80,
+    ),
+    target=st.sampled_from(TARGETS),
+)
+@example(residue="\ud800a\U0001f600\U0001f600\u0900\u13a0", target="cl100k_base")
+def test_block_costs_sum_block_by_block(residue: str, target: str) -> None:
+    costs = vocabulary(target).floor_costs[0]
+    assert costs.exact
+    assert costs.cost(residue) == _block_by_block(residue, costs.table)
+
+
+def test_block_costs_fall_back_where_a_block_costs_more_than_its_bytes() -> None:
+    table = {"é".encode()[:-1]: 3, "\U0001f600".encode()[:-1]: 3}
+    costs = BlockCosts.build(table)
+    assert not costs.exact
+    text = "éé\u0900\U0001f600"
+    assert costs.cost(text) == _block_by_block(text, table) == 3 + 3 + 1 + 3

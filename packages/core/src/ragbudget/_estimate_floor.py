@@ -89,7 +89,6 @@ _SYMBOLS_KEPT = bytes(byte if _SHAPES[byte] == ord(".") else 0x20 for byte in ra
 _SOUP = 3  # a run of 3 symbols or more may be symbol soup
 _CACHED_WORDS = 1 << 16  # unknown words whose floor figures each cache keeps
 _LATIN = (b"l", b"L", b"S", b"m")  # classes of Latin-1, Latin Extended, symbols, IPA and marks
-_PREFIX = re.compile(rb"[\xe0-\xef][\x80-\xbf]|[\xf0-\xf4][\x80-\xbf]{2}|[\xc2-\xdf]")
 
 
 def solid_floor(classes: bytes) -> int:
@@ -132,8 +131,7 @@ def other_tokens(other: list[bytes], vocab: Vocabulary) -> int:
         cost = len(spelled.findall(chars))
         residue = singles.sub("", chars)
         if residue:
-            prefixes = _PREFIX.findall(residue.encode("utf-8", "surrogatepass"))
-            cost += sum(map(costs.get, prefixes, repeat(1)))
+            cost += costs.cost(residue)
         best = max(best, cost)
     return len(other) + best + sum(map(latin.count, _LATIN))
 
