@@ -291,6 +291,19 @@ def test_text_bound_bounds_the_text_floor(text: str) -> None:
     assert text_tokens(data) <= text_bound(*counts, classes.count(b"\n"))
 
 
+@settings(max_examples=300, deadline=None)
+@given(text=st.one_of(ANY_TEXT, SYMBOLS_AND_DIGITS))
+@example(text="12\r\n\r\n345 6\n\n7")
+def test_text_floor_from_class_counts_is_the_same(text: str) -> None:
+    """The estimate hands the text floor the class counts it made (digits, digit pairs and
+    triples, line breaks, blank lines): the floor counts the same with them as without."""
+    data = text.encode("utf-8", "surrogatepass")
+    classes = data.translate(_estimate._CLASSES, _estimate._CONTINUATION)
+    c = classes.count
+    counts = (c(b"0"), c(b"00"), c(b"000"), c(b"\n"), c(b"\n\n"))
+    assert text_tokens(data, counts) == text_tokens(data)
+
+
 def _block_by_block(residue: str, table: dict[bytes, int]) -> int:
     """What `BlockCosts.cost` sums, character by character."""
     return sum(table.get(c.encode("utf-8", "surrogatepass")[:-1], 1) for c in residue)

@@ -206,6 +206,8 @@ _FEW_UNKNOWN = 16  # below one unknown word in 16, index scans beat compress()
 _TEXT_BOUND = tuple(
     ASCII_PATTERNS.index(p) for p in (b"0", b"00", b"000", b".", b"-", b"_", b"\t", b"\n")
 )
+# where text_tokens's counts are: digits, digit pairs and triples, line breaks, blank lines
+_TEXT_COUNTS = tuple(ASCII_PATTERNS.index(p) for p in (b"0", b"00", b"000", b"\n", b"\n\n"))
 _SOLID_CHARS = 8  # solid_floor: a token per 8 characters at most
 
 
@@ -287,7 +289,7 @@ def estimate_tokens(text: str, target: str = DEFAULT_TARGET) -> int:
     # over digits, symbols and line breaks only when their bound from the class counts could.
     forced = sum(counts) + word_tokens(unknown, m.vocab) + other_tokens(other, m.vocab)
     if forced + text_bound(*itemgetter(*_TEXT_BOUND)(counted)) > raw:
-        forced += text_tokens(data)
+        forced += text_tokens(data, itemgetter(*_TEXT_COUNTS)(counted))
     if len(classes) > _SOLID_CHARS * raw:  # else solid_floor(classes) <= raw
         forced = max(forced, solid_floor(classes))
     return min(max(raw, forced), size)

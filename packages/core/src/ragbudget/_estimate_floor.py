@@ -160,13 +160,17 @@ def clear_caches() -> None:
     _word_price.cache_clear()
 
 
-def text_tokens(data: bytes) -> int:
+def text_tokens(data: bytes, counts: tuple[int, int, int, int, int] | None = None) -> int:
     """What the digits, ASCII symbols and line breaks of the UTF-8 `data` cost at least.
 
-    Never more than `text_bound` of its class counts."""
+    Never more than `text_bound` of its class counts. `counts`, if given, are the counts of
+    the class n-grams `0`, `00`, `000`, `\\n` and `\\n\\n` in `data` (`_CLASSES`), which spare
+    passes where they decide alone."""
     total = 0
-    numbers = data.translate(_DIGITS).split()
-    if numbers:  # a piece per 3 digits of each run, rounded up
+    if counts is not None and not counts[2]:  # digit runs of 1 or 2 only: a piece each
+        total += counts[0] - counts[1]  # L - floor(L / 2) = 1 for each run
+    else:  # a piece per 3 digits of each run, rounded up
+        numbers = data.translate(_DIGITS).split()
         total += sum(map(floordiv, map(add, map(len, numbers), repeat(2)), repeat(3)))
     runs = data.translate(_SYMBOLS_KEPT).split()  # the runs of symbols
     if runs:
@@ -178,8 +182,10 @@ def text_tokens(data: bytes) -> int:
             for run in compress(runs, map(ge, map(len, runs), repeat(_SOUP))):
                 if len(set(run)) >= 3 and run.translate(None, _STRUCTURE):
                     total += math.ceil(len(run) * _PER_SYMBOL) - 1
-    # line breaks, runs of blank lines one in all
-    return total + data.count(b"\n") - data.count(b"\n\n")
+    # line breaks, runs of blank lines one in all (the classes count a carriage return as one)
+    if counts is None or b"\r" in data:
+        return total + data.count(b"\n") - data.count(b"\n\n")
+    return total + counts[3] - counts[4]
 
 
 def text_bound(digits: int, pairs: int, triples: int, *symbols_and_breaks: int) -> int:
