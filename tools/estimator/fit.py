@@ -205,6 +205,7 @@ _NAMES = list(_estimate.FEATURE_NAMES)
 _OTHER_FEATURES = {p.decode() for p in _estimate.OTHER_PATTERNS} | {
     "cjk_rare",
     "rare",
+    "capitals",
     *_estimate.SCRIPT_NAMES,
 }
 UNKNOWN_OTHER = np.array([n.startswith("other_unknown") for n in _NAMES])

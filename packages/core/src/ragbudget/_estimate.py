@@ -52,6 +52,7 @@ from ragbudget._estimate_floor import (
 from ragbudget._estimate_text import (
     _ASCII_BYTES,
     _ASCII_CLASSES,
+    _CAPITALS,
     _CJK,
     _CJK_CLASSES,
     _CLASSES,
@@ -110,6 +111,7 @@ class _Model:
     unknown_bytes: float  # per byte of an unknown word
     cjk: float  # per kana, Han or Hangul character that is not a single token
     per_rare: float  # per non-ASCII character that is not a single token
+    capitals: float  # per Greek or Cyrillic capital letter
     # per class in SCRIPT_BLOCKS: (class, lead byte, second byte -> (its block's prefixes, weight))
     blocks: tuple[tuple[bytes, int, dict[int, tuple[tuple[bytes, ...], float]]], ...]
     cost: dict[int, float]  # unknown ASCII word: weight of its length bin
@@ -153,6 +155,7 @@ def _model(target: str) -> _Model:
         unknown_bytes=w["unknown_bytes"],
         cjk=w["cjk_rare"],
         per_rare=w["rare"],
+        capitals=w["capitals"],
         blocks=tuple(
             (
                 cls,
@@ -261,6 +264,8 @@ def estimate_tokens(text: str, target: str = DEFAULT_TARGET) -> int:
                 parts.append(sum(map(mul, map(classes.count, group), weights)))
         # the non-ASCII characters alone (UTF-8 minus its ASCII bytes)
         wide = data.translate(None, _ASCII_BYTES)
+        if b"c" in scripts or b"g" in scripts:  # Cyrillic or Greek: count the capitals
+            parts.append(m.capitals * wide.translate(_CAPITALS).count(b"DU"))
         # the characters no token holds alone (deleting runs of those that are single tokens)
         residue = _rare(wide, m.singles)
         if residue:
