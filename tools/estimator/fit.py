@@ -256,8 +256,9 @@ def safety_scales(
         for f, m in members.items()
         if f in ASCII_FAMILIES
     )
-    floor = {f: 1 - margins[f not in ASCII_FAMILIES] for f in members}
-    best: tuple[float, tuple[float, float, float]] = (np.inf, (ascii_scale, 1.0, 1.0))
+    # (less a rounding error: the ASCII family that sets ascii_scale sits at its bound)
+    floor = {f: 1 - margins[f not in ASCII_FAMILIES] - 1e-9 for f in members}
+    best: tuple[float, tuple[float, float, float]] | None = None
     grid = np.arange(0.7, 1.6, 0.01)
     for s1 in grid:
         for s2 in grid:  # the least s2 that holds the bounds: a larger one only over-counts
@@ -268,9 +269,12 @@ def safety_scales(
                     for f, m in members.items()
                     if f not in ASCII_FAMILIES
                 )
-                if cost < best[0]:
+                if best is None or cost < best[0]:
                     best = (cost, (ascii_scale, float(s1), float(s2)))
                 break
+    if best is None:
+        msg = f"no scales up to {grid[-1]:.2f} hold the margins {margins}"
+        raise ValueError(msg)
     return best[1]
 
 
