@@ -21,6 +21,8 @@ is unknown and long):
    are counted, and the kana, Han and Hangul among them again. Where one UTF-8 lead byte spans
    scripts that tokenizers treat very differently (Devanagari to Tibetan; Myanmar, Georgian,
    Ethiopic, Khmer...), the characters of each script block are counted by their second byte.
+   Greek and Cyrillic capitals are counted too (one `bytes.translate` of the non-ASCII bytes):
+   a word in capitals makes more tokens than the same word in lowercase.
 
 The count is a linear combination of these features, with weights fitted per target encoding
 on a corpus of real text (`tools/estimator/calibrate.py`), scaled so that under-counting stays
