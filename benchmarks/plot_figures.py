@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "docs" / "estimator.md"
 OUT = ROOT / "docs" / "img" / "estimator-error.png"
 BLOCK = re.compile(r"<!-- estimator-table -->\n(.*?)<!-- /estimator-table -->", re.S)
-CELL = re.compile(r"([\d.]+)% / ([\d.]+)%")
+CELL = re.compile(r"([\d.]+)% / ([\d.]+)%(?: / [\d.]+%)?")  # median / p99 under / worst
 SKIP_COLUMNS = {"UTF-8 bytes"}  # never under-counts, over-counts 2-4x: off the scale
 
 

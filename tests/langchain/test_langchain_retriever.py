@@ -468,4 +468,4 @@ def test_the_class_docstring_examples_run_as_written() -> None:
         exec(textwrap.dedent(block), namespace)
     docs = namespace["docs"]
     assert len(docs) == 2  # "2 of the 20"
-    assert docs[0].metadata["ragbudget"] == {"tokens": 178, "rank": 0, "score": None, "cut": False}
+    assert docs[0].metadata["ragbudget"] == {"tokens": 173, "rank": 0, "score": None, "cut": False}

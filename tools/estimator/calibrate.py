@@ -55,14 +55,19 @@ def refit(chunks: list[corpus.Chunk], truth: dict[str, list[int]], encs: dict[st
     global _estimate
     t0 = time.perf_counter()
     words, vocab = fit.build_vocabulary(chunks, encs)
+    strict, strict_vocab = fit.strict_words(chunks, words, vocab)
     families = np.array([c.family for c in chunks])
     fit_mask = np.array([c.split == "fit" for c in chunks])
     ys = {e: np.array(truth[e], dtype=float) for e in ENCODINGS}
     ys[_estimate.DEFAULT_TARGET] = np.maximum(*ys.values())
     weights = {}
     for target, y in ys.items():
-        x = fit.feature_matrix(chunks, _estimate.Vocabulary.build(words, *vocab[target]))
-        weights[target] = fit.fit_weights(x, y, families, fit_mask)
+        vocabulary = _estimate.Vocabulary.build(strict, *strict_vocab[target])
+        x = fit.feature_matrix(chunks, vocabulary)
+        coef = fit.fit_weights(x, y, families, fit_mask)
+        scales = fit.safety_scales(x, y, coef, families, fit_mask, fit.MARGINS[target])
+        _log(f"{target}: safety scales {', '.join(f'{s:.3f}' for s in scales)}")
+        weights[target] = fit.scaled(coef, *scales)
     write_tables(chunks, encs, words, vocab, weights)
     _log(f"refit and wrote {fit.DATA_FILE} in {time.perf_counter() - t0:.0f}s")
 

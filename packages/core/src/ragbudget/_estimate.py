@@ -21,6 +21,8 @@ is unknown and long):
    are counted, and the kana, Han and Hangul among them again. Where one UTF-8 lead byte spans
    scripts that tokenizers treat very differently (Devanagari to Tibetan; Myanmar, Georgian,
    Ethiopic, Khmer...), the characters of each script block are counted by their second byte.
+   Greek and Cyrillic capitals are counted too (one `bytes.translate` of the non-ASCII bytes):
+   a word in capitals makes more tokens than the same word in lowercase.
 
 The count is a linear combination of these features, with weights fitted per target encoding
 on a corpus of real text (`tools/estimator/calibrate.py`), scaled so that under-counting stays
@@ -53,6 +55,7 @@ from ragbudget._estimate_floor import (
 from ragbudget._estimate_text import (
     _ASCII_BYTES,
     _ASCII_CLASSES,
+    _CAPITALS,
     _CJK,
     _CJK_CLASSES,
     _CLASSES,
@@ -112,6 +115,7 @@ class _Model:
     unknown_bytes: float  # per byte of an unknown word
     cjk: float  # per kana, Han or Hangul character that is not a single token
     per_rare: float  # per non-ASCII character that is not a single token
+    capitals: float  # per Greek or Cyrillic capital letter
     # per class in SCRIPT_BLOCKS: (class, lead byte, second byte -> (its block's prefixes, weight))
     blocks: tuple[tuple[bytes, int, dict[int, tuple[tuple[bytes, ...], float]]], ...]
     cost: dict[int, float]  # unknown ASCII word: weight of its length bin
@@ -155,6 +159,7 @@ def _model(target: str) -> _Model:
         unknown_bytes=w["unknown_bytes"],
         cjk=w["cjk_rare"],
         per_rare=w["rare"],
+        capitals=w["capitals"],
         blocks=tuple(
             (
                 cls,
@@ -265,6 +270,8 @@ def estimate_tokens(text: str, target: str = DEFAULT_TARGET) -> int:
                 parts.append(sum(map(mul, map(classes.count, group), weights)))
         # the non-ASCII characters alone (UTF-8 minus its ASCII bytes)
         wide = data.translate(None, _ASCII_BYTES)
+        if b"c" in scripts or b"g" in scripts:  # Cyrillic or Greek: count the capitals
+            parts.append(m.capitals * wide.translate(_CAPITALS).count(b"DU"))
         # the characters no token holds alone (deleting runs of those that are single tokens)
         residue = _rare(wide, m.singles)
         if residue:

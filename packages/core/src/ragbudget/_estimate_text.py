@@ -163,6 +163,14 @@ _SCRIPT_ZEROS = (0,) * len(SCRIPT_NAMES)
 _CJK = re.compile("[\u3000-\u9fff\uac00-\ud7af]")
 """Kana, CJK punctuation, Han and Hangul syllables."""
 
+_CAPITALS = bytes(
+    ord("D") if byte in (0xCE, 0xD0) else ord("U") if 0x80 <= byte <= 0xAF else 0x20
+    for byte in range(256)
+)
+"""Maps UTF-8 without its ASCII bytes so that `DU` marks a Greek or Cyrillic capital (a lead
+byte CE or D0 and a second byte 80-AF: U+0380-03AF, U+0400-042F; 4 lowercase Greek letters
+with tonos too): capitals split words into more tokens (`ДИРЕКТОРИЈУМ`)."""
+
 
 @functools.cache
 def _singles_pattern(single: str) -> re.Pattern[str]:
@@ -360,6 +368,7 @@ FEATURE_NAMES: tuple[str, ...] = (
     "unknown_bytes",
     "cjk_rare",
     "rare",
+    "capitals",
     *SCRIPT_NAMES,
     *(f"unknown_len_{n}" for n in range(1, LENGTH_BINS + 1)),
     "unknown_len_more",
@@ -379,7 +388,7 @@ def features(text: str, vocab: Vocabulary) -> list[int]:
     row += map(classes.count, ASCII_PATTERNS)
     if ascii_only:
         row += _ZEROS
-        cjk = rare = 0
+        cjk = rare = capitals = 0
     else:
         for cls, group in OTHER_GROUPS:
             row += map(classes.count, group) if cls in classes else (0,) * len(group)
@@ -387,6 +396,7 @@ def features(text: str, vocab: Vocabulary) -> list[int]:
         residue = _rare(wide, vocab.singles)
         rare = len(residue)
         cjk = len(_CJK.findall(residue))
+        capitals = wide.translate(_CAPITALS).count(b"DU")
         scripts = [
             sum(map(wide.count, prefixes)) if cls in classes else 0
             for cls, blocks in SCRIPT_BLOCKS
@@ -402,7 +412,7 @@ def features(text: str, vocab: Vocabulary) -> list[int]:
         unknown = list(filter(bytes.isascii, unknown))
     lengths = Counter(map(len, unknown))
     row += (len(known), sum(map(table.__getitem__, known)))
-    row += (sum(map(len, unknown)), cjk, rare)
+    row += (sum(map(len, unknown)), cjk, rare, capitals)
     row += _SCRIPT_ZEROS if ascii_only else scripts
     row += [lengths.get(n, 0) for n in range(1, LENGTH_BINS + 1)]
     row.append(len(unknown) - sum(row[-LENGTH_BINS:]))
