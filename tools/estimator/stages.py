@@ -1,0 +1,144 @@
+"""Where the estimate's time goes, stage by stage, beside tiktoken (docs/estimator.md, Speed).
+
+    python tools/estimator/stages.py                 # the natural families, 300 chunks each
+    python tools/estimator/stages.py code json --chunks 500
+    python tools/estimator/stages.py --floor         # what the floor does for the tails
+
+Each stage is timed alone on the held-out chunks of a family (inputs prepared beforehand,
+best of 5 rounds, the word cache emptied before each round), in microseconds per 1,000
+characters; the whole estimate and tiktoken's `encode_ordinary` are timed the same way. The
+stages overlap the estimate only roughly (it skips some passes where a bound shows they cannot
+change the count), so they need not add up to it exactly.
+
+`--floor` prints instead what the floor is worth: the 99th-percentile under-count against
+cl100k of the default estimate with and without it (the linear model alone, rounded up and
+clamped to the bytes) on the held-out chunks of every family (the first 400 of each).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from collections.abc import Callable, Sequence
+from itertools import repeat
+from operator import mul
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import corpus  # noqa: E402
+import families  # noqa: E402
+import report  # noqa: E402
+import tiktoken  # noqa: E402
+from ragbudget import (  # noqa: E402
+    _estimate,
+    _estimate_data,
+    _estimate_floor,
+    use_bundled_tiktoken_files,
+)
+from ragbudget._estimate_text import _CLASSES, _CONTINUATION, _WORD_TABLE  # noqa: E402
+
+TEXT_COUNTS = (b"0", b"00", b"000", b"\n", b"\n\n")
+
+
+def _best(stage: Callable[[Any], object], inputs: Sequence[Any], chars: int) -> float:
+    """Microseconds per 1,000 characters, best of 5 rounds."""
+    best = float("inf")
+    for _ in range(5):
+        _estimate.clear_caches()
+        start = time.perf_counter()
+        for item in inputs:
+            stage(item)
+        best = min(best, time.perf_counter() - start)
+    return best / chars * 1e9
+
+
+def stages(texts: Sequence[str], o200k: Any) -> dict[str, float]:
+    vocab = _estimate.vocabulary(_estimate.DEFAULT_TARGET)
+    table = vocab.words
+    datas = [t.encode("utf-8", "surrogatepass") for t in texts]
+    classes = [d.translate(_CLASSES, _CONTINUATION) for d in datas]
+    words = [d.translate(_WORD_TABLE).split() for d in datas]
+    unknown = [[w for w in ws if w not in table] for ws in words]
+    ascii_words = [[w for w in ws if w.isascii()] for ws in unknown]
+    other_words = [[w for w in ws if not w.isascii()] for ws in unknown]
+    counts = [tuple(map(c.count, TEXT_COUNTS)) for c in classes]
+    chars = sum(map(len, texts))
+    return {
+        "tiktoken o200k_base": _best(o200k.encode_ordinary, texts, chars),
+        "estimate (default)": _best(_estimate.estimate_tokens, texts, chars),
+        "encode, classes, split": _best(
+            lambda t: t.encode().translate(_CLASSES).translate(_WORD_TABLE).split(), texts, chars
+        ),
+        "vocabulary lookups": _best(lambda ws: list(map(table.get, ws, repeat(0))), words, chars),
+        "class n-gram counts": _best(
+            lambda c: list(map(c.count, _estimate.ASCII_PATTERNS)), classes, chars
+        ),
+        "floor: unknown ASCII words": _best(
+            lambda ws: _estimate_floor.word_tokens(ws, vocab), ascii_words, chars
+        ),
+        "floor: digits, symbols, lines": _best(
+            lambda pair: _estimate_floor.text_tokens(*pair),
+            list(zip(datas, counts, strict=True)),
+            chars,
+        ),
+        "floor: unknown non-ASCII words": _best(
+            lambda ws: _estimate_floor.other_tokens(ws, vocab), other_words, chars
+        ),
+    }
+
+
+def floor_worth(chunks: Sequence[corpus.Chunk], cl100k: Any) -> str:
+    """Per family: 99th-percentile under-count with the floor / without (the model alone)."""
+    target = _estimate.DEFAULT_TARGET
+    weights = _estimate_data.load().weights[target]
+    vocab = _estimate.vocabulary(target)
+    lines = ["| family | with the floor | the linear model alone |", "|---|---|---|"]
+    for family in (*corpus.FAMILIES, *families.FAMILIES):
+        texts = [c.text for c in chunks if c.family == family and c.split == "test"][:400]
+        if not texts:
+            continue
+        with_floor, alone = [], []
+        for text in texts:
+            truth = len(cl100k.encode_ordinary(text))
+            size = len(text.encode("utf-8", "surrogatepass"))
+            model = sum(map(mul, _estimate.features(text, vocab), weights))
+            with_floor.append(_estimate.estimate_tokens(text) / truth - 1)
+            alone.append(min(max(1, math.ceil(model)), size) / truth - 1)
+        under = [f"{-100 * report._quantile(e, 0.01):.1f}%" for e in (with_floor, alone)]
+        lines.append(f"| {family} | " + " | ".join(under) + " |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("families", nargs="*", default=list(corpus.FAMILIES))
+    parser.add_argument("--chunks", type=int, default=300, help="held-out chunks per family")
+    parser.add_argument("--floor", action="store_true", help="the tails with and without floor")
+    args = parser.parse_args()
+    use_bundled_tiktoken_files()
+    o200k = tiktoken.get_encoding("o200k_base")
+    chunks = corpus.build_corpus(args.chunks)
+    if args.floor:
+        chunks += families.build(args.chunks)
+        print(floor_worth(chunks, tiktoken.get_encoding("cl100k_base")))
+        return 0
+    rows = []
+    for family in args.families:
+        texts = [c.text for c in chunks if c.family == family and c.split == "test"]
+        if texts:
+            rows.append((family, stages(texts, o200k)))
+    names = list(rows[0][1])
+    print("| us per 1,000 chars | " + " | ".join(names) + " |")
+    print("|" + "---|" * (len(names) + 1))
+    for family, times in rows:
+        print(f"| {family} | " + " | ".join(f"{times[n]:.0f}" for n in names) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
