@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ragbudget import get_counter
-from ragbudget.store import DocumentStore, SearchResponse, StoreError
+from ragbudget.store import DocumentStore, SearchResponse, StoreError, selection
 
 QUERIES = [
     "decode a JSON document",
@@ -169,3 +169,27 @@ def test_a_wide_evidence_page_reaches_as_far_as_the_plain_one(
     more = store.search(query, max_tokens=budget, limit=100)
     assert len(more.accounted_ids()) >= len(plain.results)
     assert more.used_tokens >= 0.8 * budget
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_the_plain_fallback_keeps_the_cap_per_file(
+    stdlib_store_embedded: DocumentStore, monkeypatch: pytest.MonkeyPatch, fmt: str
+) -> None:
+    """Where the evidence selection cannot answer (made to fail here; a budget its renderings
+    never fit does the same), the plain ranked prefix stands in: with a cap per file, it stops
+    before the first rank past the cap, and the next page starts there."""
+
+    def fails(*args: object, **kwargs: object) -> None:
+        raise ValueError("not even an empty rendering fits")
+
+    store = stdlib_store_embedded
+    plain = store.search(QUERIES[0], max_tokens=6000, limit=30, evidence=False, format=fmt)
+    sources = [r.source for r in plain.results]
+    assert len(set(sources)) < len(sources)  # the plain prefix repeats a file
+    monkeypatch.setattr(selection, "select", fails)
+    got = store.search(QUERIES[0], max_tokens=6000, limit=30, max_per_source=1, format=fmt)
+    shown = [r.source for r in got.results]
+    assert shown and len(shown) == len(set(shown))
+    assert [r.id for r in got.results] == [r.id for r in plain.results][: len(shown)]
+    assert got.next_offset == len(shown)
+    assert sources[len(shown)] in shown  # the rank the cap would leave out opens the next page

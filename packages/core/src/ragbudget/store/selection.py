@@ -12,6 +12,7 @@ is measured against the budget, as in `budget_response`.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -80,10 +81,13 @@ def evidence_response(
     """
 
     def plain() -> SearchResponse:
-        """The plain ranked prefix, where the evidence selection gains nothing."""
+        """The plain ranked prefix, where the evidence selection gains nothing; with a cap per
+        file, of the ranks before the first one the cap would leave out (the next page starts
+        there, so pages still partition the ranking and no page passes the cap)."""
         return budget_response(
-            hits, query=query, offset=offset, total_count=total_count, max_tokens=max_tokens,
-            counter=counter, concise=False, rendering=rendering,
+            _within_cap(hits, max_per_source), query=query, offset=offset,
+            total_count=total_count, max_tokens=max_tokens, counter=counter, concise=False,
+            rendering=rendering,
         )  # fmt: skip
 
     if not hits:
@@ -159,6 +163,18 @@ def evidence_response(
         if budget <= 0:
             break
     return plain()
+
+
+def _within_cap(hits: Sequence[Hit], cap: int | None) -> Sequence[Hit]:
+    """The ranks of `hits` before the first one past `cap` results of its file."""
+    if cap is None:
+        return hits
+    seen: Counter[object] = Counter()
+    for at, hit in enumerate(hits):
+        seen[hit.metadata.get("source")] += 1
+        if seen[hit.metadata.get("source")] > cap:
+            return hits[:at]
+    return hits
 
 
 def _widest(
