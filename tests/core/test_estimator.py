@@ -319,9 +319,18 @@ def test_block_costs_sum_block_by_block(residue: str, target: str) -> None:
     assert costs.cost(residue) == _block_by_block(residue, costs.table)
 
 
-def test_block_costs_fall_back_where_a_block_costs_more_than_its_bytes() -> None:
-    table = {"é".encode()[:-1]: 3, "\U0001f600".encode()[:-1]: 3}
+@pytest.mark.parametrize(
+    ("table", "total"),
+    [
+        ({"é".encode()[:-1]: 3, "\U0001f600".encode()[:-1]: 3}, 3 + 3 + 1 + 3 + 1),
+        ({"\u0900".encode()[:-1]: 0}, 1 + 1 + 0 + 1 + 1),  # a free block of 3-byte characters
+        ({b"\xed\xa0": 3}, 1 + 1 + 1 + 1 + 3),  # lone surrogates that cost more than 1
+    ],
+)
+def test_block_costs_fall_back_where_blocks_are_unusual(
+    table: dict[bytes, int], total: int
+) -> None:
     costs = BlockCosts.build(table)
     assert not costs.exact
-    text = "éé\u0900\U0001f600"
-    assert costs.cost(text) == _block_by_block(text, table) == 3 + 3 + 1 + 3
+    text = "éé\u0900\U0001f600\ud800"
+    assert costs.cost(text) == _block_by_block(text, table) == total

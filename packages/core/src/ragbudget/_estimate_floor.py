@@ -87,7 +87,7 @@ _DIGITS = bytes(byte if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
 # ASCII symbols and controls kept, the rest -> " " (split() then yields the runs of symbols)
 _SYMBOLS_KEPT = bytes(byte if _SHAPES[byte] == ord(".") else 0x20 for byte in range(256))
 _SOUP = 3  # a run of 3 symbols or more may be symbol soup
-_CACHED_WORDS = 1 << 16  # unknown words whose floor figures each cache keeps
+_CACHED_WORDS = 1 << 16  # long unknown words whose prices the cache keeps
 _LATIN = (b"l", b"L", b"S", b"m")  # classes of Latin-1, Latin Extended, symbols, IPA and marks
 
 

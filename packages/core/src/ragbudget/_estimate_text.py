@@ -248,7 +248,8 @@ class BlockCosts:
     saving_two: re.Pattern[str] | None
     """... two less (surrogates left out: they are counted on the bytes), if any."""
     exact: bool
-    """False if some block costs more than its bytes: then `cost` prices block by block."""
+    """False if some block costs more than its bytes, or none of the BMP is free, or lone
+    surrogates have a cost: then `cost` prices block by block."""
     far_saving: _FarSaving = field(init=False, compare=False, hash=False)
     """Characters outside the BMP -> what they save (computed on first use, remembered)."""
 
@@ -265,13 +266,14 @@ class BlockCosts:
                 continue
             prefix = chr(code).encode()[:-1]
             save = len(prefix) + 1 - table.get(prefix, 1)
-            exact &= save >= 0
+            exact &= 0 <= save <= 2
             spans = saving.setdefault(save, [])
             if spans and spans[-1][1] == code:
                 spans[-1] = (spans[-1][0], code + 64)
             else:
                 spans.append((code, code + 64))
         exact &= all(cost <= 4 for p, cost in table.items() if len(p) == 3)  # 4-byte ones
+        exact &= not any(_SURROGATE.fullmatch(p) for p in table)  # counted as costing 1
 
         def pattern(save: int) -> re.Pattern[str]:
             spans = saving.get(save, [])
