@@ -171,8 +171,9 @@ def _within_cap(hits: Sequence[Hit], cap: int | None) -> Sequence[Hit]:
         return hits
     seen: Counter[object] = Counter()
     for at, hit in enumerate(hits):
-        seen[hit.metadata.get("source")] += 1
-        if seen[hit.metadata.get("source")] > cap:
+        source = hit.metadata.get("source")
+        seen[source] += 1
+        if seen[source] > cap:
             return hits[:at]
     return hits
 
