@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from corpus import FAMILIES, Chunk
 
@@ -56,17 +57,19 @@ def accuracy(
 
 
 def throughputs(
-    methods: dict[str, Counter],
-    texts: Sequence[str],
+    methods: Mapping[str, Callable[[Any], object]],
+    texts: Sequence[Any],
     repeats: int = 5,
     reset: Callable[[], None] = lambda: None,
+    chars: int | None = None,
 ) -> list[float]:
     """Millions of characters per second for each method, best of `repeats` rounds.
 
     The methods take turns within each round, so a busy machine slows them alike; `reset` runs
-    before each method's round (the estimate's word caches start cold in every round).
+    before each method's round (the estimate's word caches start cold in every round). `texts`
+    are the methods' inputs, `chars` the characters they stand for (default: their lengths).
     """
-    chars = sum(map(len, texts))
+    chars = sum(map(len, texts)) if chars is None else chars
     best = [float("inf")] * len(methods)
     for _ in range(repeats):
         for i, counter in enumerate(methods.values()):
