@@ -131,3 +131,28 @@ def test_capitals_cost_more_than_lowercase() -> None:
     )
     for target in ("max", "cl100k_base", "o200k_base"):
         assert estimate_tokens(text, target) > estimate_tokens(text.lower(), target)
+
+
+def test_weak_letters_are_read_from_the_encoding() -> None:
+    """Letters o200k holds alone but in few longer tokens (Kazakh's Ұ, Yiddish's װ) are weak;
+    Russian's common letters, Han, kana and ASCII are not."""
+    import tiktoken
+    from ragbudget import use_bundled_tiktoken_files
+
+    use_bundled_tiktoken_files()
+    weak = set(fit.weak_letters(tiktoken.get_encoding("o200k_base")))
+    assert {"Ұ", "Ғ", "װ"} <= weak
+    assert not weak & set("аеиопрст焦あ한eZ")
+
+
+def test_weak_letters_are_counted_apart_from_the_rare() -> None:
+    """A weak letter leaves the single-token runs and is counted as `weak`, not as `rare`."""
+    from ragbudget._estimate import Vocabulary, features
+
+    text = "Ұлттық Ұлы жол ☃"  # ☃: not a single token of this vocabulary
+    single = "".join(set(text) - set(" ☃"))
+    plain = dict(zip(NAMES, features(text, Vocabulary.build([], [], single)), strict=True))
+    weak = Vocabulary.build([], [], single, weak="Ұ")
+    split = dict(zip(NAMES, features(text, weak), strict=True))
+    assert (plain["weak"], plain["rare"]) == (0, 1)
+    assert (split["weak"], split["rare"]) == (2, 1)

@@ -56,13 +56,14 @@ def refit(chunks: list[corpus.Chunk], truth: dict[str, list[int]], encs: dict[st
     t0 = time.perf_counter()
     words, vocab = fit.build_vocabulary(chunks, encs)
     strict, strict_vocab = fit.strict_words(chunks, words, vocab)
+    weak = fit.weak_by_target(encs, vocab)
     families = np.array([c.family for c in chunks])
     fit_mask = np.array([c.split == "fit" for c in chunks])
     ys = {e: np.array(truth[e], dtype=float) for e in ENCODINGS}
     ys[_estimate.DEFAULT_TARGET] = np.maximum(*ys.values())
     weights = {}
     for target, y in ys.items():
-        vocabulary = _estimate.Vocabulary.build(strict, *strict_vocab[target])
+        vocabulary = _estimate.Vocabulary.build(strict, *strict_vocab[target], weak=weak[target])
         x = fit.feature_matrix(chunks, vocabulary)
         coef = fit.fit_weights(x, y, families, fit_mask)
         scales = fit.safety_scales(x, y, coef, families, fit_mask, fit.MARGINS[target])
@@ -91,7 +92,8 @@ def write_tables(
     pairs = fit.rare_pairs(chunks)
     blocks = {name: fit.block_costs(enc) for name, enc in encs.items()}
     spelled = {name: fit.spelled_chars(enc) for name, enc in encs.items()}
-    fit.write_data(words, vocab, weights, pairs, blocks, spelled)  # type: ignore[arg-type]
+    weak = fit.weak_by_target(encs, vocab)  # type: ignore[arg-type]
+    fit.write_data(words, vocab, weights, pairs, blocks, spelled, weak)  # type: ignore[arg-type]
     _estimate_data.load.cache_clear()
     importlib.reload(importlib.import_module("ragbudget._estimate_text"))
     importlib.reload(importlib.import_module("ragbudget._estimate_floor"))

@@ -18,9 +18,12 @@ is unknown and long):
 3. Scripts. One regex substitution over the non-ASCII characters deletes the runs of those
    that are single tokens in the target encoding: what is left are the characters no token
    holds alone, which a byte-level tokenizer spells out in pieces of their UTF-8 bytes; they
-   are counted, and the kana, Han and Hangul among them again. Where one UTF-8 lead byte spans
-   scripts that tokenizers treat very differently (Devanagari to Tibetan; Myanmar, Georgian,
-   Ethiopic, Khmer...), the characters of each script block are counted by their second byte.
+   are counted, and the kana, Han and Hangul among them again. So are, apart, the letters
+   that are single tokens but that few longer tokens of the encoding hold (read from its
+   vocabulary: Kazakh's Ұ and Yiddish's װ in o200k): a word holding one is cut around it.
+   Where one UTF-8 lead byte spans scripts that tokenizers treat very differently
+   (Devanagari to Tibetan; Myanmar, Georgian, Ethiopic, Khmer...), the characters of each
+   script block are counted by their second byte.
    Greek and Cyrillic capitals are counted too (one `bytes.translate` of the non-ASCII bytes):
    a word in capitals makes more tokens than the same word in lowercase.
 
@@ -104,6 +107,7 @@ class _Model:
 
     vocab: Vocabulary  # for the floor (see `floor_tokens`)
     singles: re.Pattern[str]
+    weak: re.Pattern[str]
     per_byte: float
     per_char: float
     ascii: tuple[float, ...]  # weights of ASCII_PATTERNS
@@ -115,6 +119,7 @@ class _Model:
     unknown_bytes: float  # per byte of an unknown word
     cjk: float  # per kana, Han or Hangul character that is not a single token
     per_rare: float  # per non-ASCII character that is not a single token
+    per_weak: float  # per single-token letter that few longer tokens hold
     capitals: float  # per Greek or Cyrillic capital letter
     # per class in SCRIPT_BLOCKS: (class, lead byte, second byte -> (its block's prefixes, weight))
     blocks: tuple[tuple[bytes, int, dict[int, tuple[tuple[bytes, ...], float]]], ...]
@@ -144,6 +149,7 @@ def _model(target: str) -> _Model:
     return _Model(
         vocab=vocab,
         singles=vocab.singles,
+        weak=vocab.weak,
         per_byte=w["bytes"],
         per_char=w["chars"],
         ascii=tuple(w[p.decode()] for p in ASCII_PATTERNS),
@@ -159,6 +165,7 @@ def _model(target: str) -> _Model:
         unknown_bytes=w["unknown_bytes"],
         cjk=w["cjk_rare"],
         per_rare=w["rare"],
+        per_weak=w["weak"],
         capitals=w["capitals"],
         blocks=tuple(
             (
@@ -275,7 +282,8 @@ def estimate_tokens(text: str, target: str = DEFAULT_TARGET) -> int:
         # the characters no token holds alone (deleting runs of those that are single tokens)
         residue = _rare(wide, m.singles)
         if residue:
-            parts.append(m.per_rare * len(residue))
+            weak = len(residue) - len(m.weak.sub("", residue))
+            parts.append(m.per_rare * (len(residue) - weak) + m.per_weak * weak)
             if any(map(scripts.__contains__, _CJK_CLASSES)):
                 parts.append(m.cjk * len(_CJK.findall(residue)))
         for cls, lead, by_second in m.blocks:

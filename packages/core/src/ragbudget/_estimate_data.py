@@ -38,6 +38,8 @@ class EstimateData:
     spelled: dict[str, str]
     """encoding -> single-token characters of scripts it spells a character at a time (it
     holds next to no tokens of several of their characters)."""
+    weak: dict[str, str]
+    """target -> single-token letters that few of its longer tokens hold."""
 
 
 @functools.cache
@@ -53,4 +55,5 @@ def load() -> EstimateData:
         rare_pairs=raw["rare_pairs"],
         char_costs=raw["char_costs"],
         spelled=raw.get("spelled", {}),
+        weak=raw.get("weak", {}),
     )

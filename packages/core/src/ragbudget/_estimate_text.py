@@ -314,6 +314,9 @@ class Vocabulary:
     rare_pairs: re.Pattern[bytes] = re.compile(b"(?!)")
     floor_spelled: tuple[re.Pattern[str], ...] = ()
     """Aligned with `floor_singles`: the characters of scripts spelled a character at a time."""
+    weak: re.Pattern[str] = re.compile("(?!)")
+    """Single-token letters that few longer tokens hold (left out of `singles`: they stay in
+    the residue and are counted apart, as `weak`)."""
 
     @classmethod
     def build(
@@ -326,11 +329,13 @@ class Vocabulary:
         floor_costs: Iterable[dict[str, int]] = (),
         rare_pairs: str = "",
         floor_spelled: Iterable[str] = (),
+        weak: str = "",
     ) -> Vocabulary:
         """`single`: the non-ASCII characters that are single tokens (for the rare-character
         features); `floor_singles`: the same per encoding for the floor (default: `single`);
         `floor_costs`: per encoding, the expensive blocks (`EstimateData.char_costs`);
-        `rare_pairs`: `EstimateData.rare_pairs`; `floor_spelled`: `EstimateData.spelled`."""
+        `rare_pairs`: `EstimateData.rare_pairs`; `floor_spelled`: `EstimateData.spelled`;
+        `weak`: the letters of `single` that few longer tokens hold (`EstimateData.weak`)."""
         table = {w.encode(): n for w, n in zip(words, tokens, strict=True)}
         floors = tuple(map(_singles_pattern, floor_singles or (single,)))
         costs = tuple(BlockCosts.build(_block_costs(c)) for c in floor_costs) or tuple(
@@ -340,7 +345,10 @@ class Vocabulary:
             _chars_pattern("") for _ in floors
         )
         pairs = _pairs_pattern(rare_pairs)
-        return cls(table, _singles_pattern(single), floors, costs, pairs, spelled)
+        strong = "".join(set(single) - set(weak))
+        return cls(
+            table, _singles_pattern(strong), floors, costs, pairs, spelled, _chars_pattern(weak)
+        )
 
 
 @functools.cache
@@ -357,6 +365,7 @@ def vocabulary(target: str) -> Vocabulary:
         floor_costs=[data.char_costs[t] for t in covered],
         rare_pairs=data.rare_pairs,
         floor_spelled=[data.spelled.get(t, "") for t in covered],
+        weak=data.weak.get(target, ""),
     )
 
 
@@ -370,6 +379,7 @@ FEATURE_NAMES: tuple[str, ...] = (
     "unknown_bytes",
     "cjk_rare",
     "rare",
+    "weak",
     "capitals",
     *SCRIPT_NAMES,
     *(f"unknown_len_{n}" for n in range(1, LENGTH_BINS + 1)),
@@ -390,13 +400,14 @@ def features(text: str, vocab: Vocabulary) -> list[int]:
     row += map(classes.count, ASCII_PATTERNS)
     if ascii_only:
         row += _ZEROS
-        cjk = rare = capitals = 0
+        cjk = rare = weak = capitals = 0
     else:
         for cls, group in OTHER_GROUPS:
             row += map(classes.count, group) if cls in classes else (0,) * len(group)
         wide = data.translate(None, _ASCII_BYTES)
         residue = _rare(wide, vocab.singles)
-        rare = len(residue)
+        weak = len(residue) - len(vocab.weak.sub("", residue))
+        rare = len(residue) - weak
         cjk = len(_CJK.findall(residue))
         capitals = wide.translate(_CAPITALS).count(b"DU")
         scripts = [
@@ -414,7 +425,7 @@ def features(text: str, vocab: Vocabulary) -> list[int]:
         unknown = list(filter(bytes.isascii, unknown))
     lengths = Counter(map(len, unknown))
     row += (len(known), sum(map(table.__getitem__, known)))
-    row += (sum(map(len, unknown)), cjk, rare, capitals)
+    row += (sum(map(len, unknown)), cjk, rare, weak, capitals)
     row += _SCRIPT_ZEROS if ascii_only else scripts
     row += [lengths.get(n, 0) for n in range(1, LENGTH_BINS + 1)]
     row.append(len(unknown) - sum(row[-LENGTH_BINS:]))
