@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import re
 import statistics
 from operator import mul
 from pathlib import Path
@@ -27,7 +28,7 @@ from ragbudget._estimate import (
     vocabulary,
 )
 from ragbudget._estimate_data import load
-from ragbudget._estimate_floor import clear_caches, text_bound, text_tokens
+from ragbudget._estimate_floor import _CASES, clear_caches, text_bound, text_tokens
 from ragbudget._estimate_text import BlockCosts
 from ragbudget.counters import EstimateCounter, TokenCounter
 
@@ -284,6 +285,14 @@ def test_text_bound_bounds_the_text_floor(text: str) -> None:
     classes = data.translate(_estimate._CLASSES, _estimate._CONTINUATION)
     counts = [classes.count(bytes(c, "ascii")) for c in ("0", "00", "000", ".", "-", "_", "\t")]
     assert text_tokens(data) <= text_bound(*counts, classes.count(b"\n"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(word=st.binary(max_size=64) | st.text("aAbBzZ _9", max_size=64).map(str.encode))
+def test_case_changes_are_counted_by_one_translate(word: bytes) -> None:
+    """The floor counts a lowercase letter followed by a capital with `translate` and
+    `count(b"aA")`: the same as finding each one."""
+    assert word.translate(_CASES).count(b"aA") == len(re.findall(rb"[a-z](?=[A-Z])", word))
 
 
 @settings(max_examples=300, deadline=None)

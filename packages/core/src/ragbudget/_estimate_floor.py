@@ -66,7 +66,11 @@ _VOWEL_SHARE = 0.3  # fewer vowels than this share of the letters: not a word
 _FEW_LETTERS = 3  # 3 times as many letters as distinct ones: a sequence
 _PER_LETTER = 0.55  # tokens per letter of random letters (cl100k: 1.85 letters per token)
 _PER_SYMBOL = 0.66  # tokens per symbol of symbol soup (cl100k: 1.55 symbols per token)
-_CASE_CHANGE = re.compile(rb"[a-z](?=[A-Z])")
+# lowercase -> "a", capitals -> "A", the rest -> " ": `count(b"aA")` counts the case changes
+# (a lowercase letter followed by a capital; matches of "aA" cannot overlap)
+_CASES = bytes(
+    ord("a") if 0x61 <= b <= 0x7A else ord("A") if 0x41 <= b <= 0x5A else 0x20 for b in range(256)
+)
 _SYMBOL = rb"[\x00-\x08\x0e-\x1f!-/:-@\[-`{-~\x7f]"
 _STRUCTURE = b'"{}[]:,'  # a run of these alone is JSON's structure (`":{"`), not soup
 # symbols -> ".", letters (and non-ASCII bytes) -> "a", line feeds stay, the rest (digits,
@@ -104,7 +108,7 @@ def _word_price(word: bytes, pairs: re.Pattern[bytes]) -> int:
     size = len(word)
     lower = word.lower()
     rare = len(pairs.findall(lower))
-    changes = len(_CASE_CHANGE.findall(word))
+    changes = word.translate(_CASES).count(b"aA")
     if (
         rare * _RARE_SHARE >= size - 1
         or size - len(word.translate(None, _VOWELS)) < _VOWEL_SHARE * size
@@ -148,7 +152,7 @@ def word_tokens(unknown: Sequence[bytes], vocab: Vocabulary) -> int:
         vowels = letters + len(short) - 1 - len(joined.translate(None, _VOWELS))
         if rare * _RARE_SHARE >= pairs or vowels < _VOWEL_SHARE * letters:  # not words
             rare = math.ceil(pairs * _PER_LETTER)
-        total += len(short) + rare + len(_CASE_CHANGE.findall(joined))
+        total += len(short) + rare + joined.translate(_CASES).count(b"aA")
     if len(short) < len(unknown):
         long = [w for w in unknown if len(w) >= _LONG]
         total += sum(map(_word_price, long, repeat(vocab.rare_pairs)))
