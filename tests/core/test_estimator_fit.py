@@ -156,3 +156,18 @@ def test_weak_letters_are_counted_apart_from_the_rare() -> None:
     split = dict(zip(NAMES, features(text, weak), strict=True))
     assert (plain["weak"], plain["rare"]) == (0, 1)
     assert (split["weak"], split["rare"]) == (2, 1)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.text(min_size=1, max_size=400)
+    | st.text("qxzjkvbwAEIOUaeio_ 0123.,;{}\n", min_size=1, max_size=400)
+)
+def test_the_bound_of_the_floor_bounds_it(text: str) -> None:
+    """`stages.floor_bound` (what an exact gate could use, docs/estimator.md) is never below the
+    floor it bounds: else its share of chunks 'proved below the model' would overstate."""
+    import stages
+    from ragbudget._estimate import floor_tokens, vocabulary
+
+    vocab = vocabulary("max")
+    assert stages.floor_bound(text, vocab) >= floor_tokens(text, vocab)

@@ -5,7 +5,10 @@ starting at a line boundary) from files that ship with Python, its site-packages
 operating system (`/usr/share`, `/var/log`). The split into the text the weights are fitted on
 (`fit`) and the text they are measured on (`test`) is by origin (origin.py): whole packages,
 gettext domains (in every language) and files are held out, so the held-out figures are
-measured on sources the fitting never read.
+measured on sources the fitting never read. The site-packages are the running environment's:
+run after `make bootstrap` (the project's packages and their dev group, as `make
+bench-estimator` does) to reproduce the docs' figures; other packages installed there (the
+docs group) change the corpus.
 
 Families (what a retrieval index typically holds):
 

@@ -12,7 +12,9 @@ change the count), so they need not add up to it exactly.
 
 `--floor` prints instead what the floor is worth: the 99th-percentile under-count against
 cl100k of the default estimate with and without it (the linear model alone, rounded up and
-clamped to the bytes) on the held-out chunks of every family (the first 400 of each).
+clamped to the bytes) on the held-out chunks of every family (the first 400 of each), the
+share of chunks where the floor exceeds the model, and the share where bounds from counts
+alone (`floor_bound`) prove it does not: all an exact gate could skip.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from ragbudget import (  # noqa: E402
 from ragbudget._estimate_text import _CLASSES, _CONTINUATION, _WORD_TABLE  # noqa: E402
 
 TEXT_COUNTS = (b"0", b"00", b"000", b"\n", b"\n\n")
+TEXT_BOUND = (b"0", b"00", b"000", b".", b"-", b"_", b"\t", b"\n")  # text_bound's counts
 
 
 def _best(stage: Callable[[Any], object], inputs: Sequence[Any], chars: int) -> float:
@@ -87,25 +90,57 @@ def stages(texts: Sequence[str], o200k: Any) -> dict[str, float]:
     }
 
 
+def floor_bound(text: str, vocab: _estimate.Vocabulary) -> int:
+    """An upper bound of `floor_tokens` from counts alone, the most an exact gate could use:
+    every unknown ASCII word priced as random letters (1 + 0.55 per letter after the first,
+    plus its case changes: never less than the floor's price of it), every symbol and line
+    break a token (`text_bound`); known and non-ASCII words as the floor prices them."""
+    data = text.encode("utf-8", "surrogatepass")
+    classes = data.translate(_CLASSES, _CONTINUATION)
+    words = data.translate(_WORD_TABLE).split()
+    table = vocab.words
+    unknown = [w for w in words if w not in table and w.isascii()]
+    other = [w for w in words if w not in table and not w.isascii()]
+    pairs = sum(map(len, unknown)) - len(unknown)
+    changes = b" ".join(unknown).translate(_estimate_floor._CASES).count(b"aA")
+    long = sum(len(w) >= _estimate_floor._LONG for w in unknown)
+    words_bound = len(unknown) + math.ceil(_estimate_floor._PER_LETTER * pairs) + long + changes
+    text_bound = _estimate_floor.text_bound(*map(classes.count, TEXT_BOUND))
+    known = sum(table.get(w, 0) for w in words)
+    forced = known + words_bound + text_bound + _estimate_floor.other_tokens(other, vocab)
+    return max(forced, _estimate_floor.solid_floor(classes))
+
+
 def floor_worth(chunks: Sequence[corpus.Chunk], cl100k: Any) -> str:
-    """Per family: 99th-percentile under-count with the floor / without (the model alone)."""
+    """Per family: 99th-percentile under-count with the floor / without (the model alone);
+    the share of chunks where the floor exceeds the model, and where `floor_bound` proves it
+    does not (where an exact gate could skip it)."""
     target = _estimate.DEFAULT_TARGET
     weights = _estimate_data.load().weights[target]
     vocab = _estimate.vocabulary(target)
-    lines = ["| family | with the floor | the linear model alone |", "|---|---|---|"]
+    lines = [
+        "| family | with the floor | the linear model alone | floor above the model "
+        "| bounds prove it below |",
+        "|---|---|---|---|---|",
+    ]
     for family in (*corpus.FAMILIES, *families.FAMILIES):
         texts = [c.text for c in chunks if c.family == family and c.split == "test"][:400]
         if not texts:
             continue
         with_floor, alone = [], []
+        above = proved = 0
         for text in texts:
             truth = len(cl100k.encode_ordinary(text))
             size = len(text.encode("utf-8", "surrogatepass"))
-            model = sum(map(mul, _estimate.features(text, vocab), weights))
+            linear = sum(map(mul, _estimate.features(text, vocab), weights))
+            model = min(max(1, math.ceil(linear)), size)
             with_floor.append(_estimate.estimate_tokens(text) / truth - 1)
-            alone.append(min(max(1, math.ceil(model)), size) / truth - 1)
-        under = [f"{-100 * report._quantile(e, 0.01):.1f}%" for e in (with_floor, alone)]
-        lines.append(f"| {family} | " + " | ".join(under) + " |")
+            alone.append(model / truth - 1)
+            above += _estimate.floor_tokens(text, vocab) > model
+            proved += floor_bound(text, vocab) <= model
+        cells = [f"{-100 * report._quantile(e, 0.01):.1f}%" for e in (with_floor, alone)]
+        cells += [f"{100 * n / len(texts):.0f}%" for n in (above, proved)]
+        lines.append(f"| {family} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
