@@ -76,7 +76,6 @@ from ragbudget._estimate_text import (
     SCRIPT_NAMES,
     TARGETS,
     Vocabulary,
-    _rare,
     features,
     vocabulary,
 )
@@ -108,6 +107,7 @@ class _Model:
     vocab: Vocabulary  # for the floor (see `floor_tokens`)
     singles: re.Pattern[str]
     weak: re.Pattern[str]
+    weak_classes: tuple[bytes, ...]  # the classes of the weak letters (none: no weak letter)
     per_byte: float
     per_char: float
     ascii: tuple[float, ...]  # weights of ASCII_PATTERNS
@@ -150,6 +150,7 @@ def _model(target: str) -> _Model:
         vocab=vocab,
         singles=vocab.singles,
         weak=vocab.weak,
+        weak_classes=tuple(bytes((c,)) for c in vocab.weak_classes),
         per_byte=w["bytes"],
         per_char=w["chars"],
         ascii=tuple(w[p.decode()] for p in ASCII_PATTERNS),
@@ -280,10 +281,12 @@ def estimate_tokens(text: str, target: str = DEFAULT_TARGET) -> int:
         if b"c" in scripts or b"g" in scripts:  # Cyrillic or Greek: count the capitals
             parts.append(m.capitals * wide.translate(_CAPITALS).count(b"DU"))
         # the characters no token holds alone (deleting runs of those that are single tokens)
-        residue = _rare(wide, m.singles)
+        chars = wide.decode("utf-8", "surrogatepass")
+        residue = m.singles.sub("", chars)
+        if any(map(scripts.__contains__, m.weak_classes)):  # single tokens few others hold
+            parts.append(m.per_weak * (len(chars) - len(m.weak.sub("", chars))))
         if residue:
-            weak = len(residue) - len(m.weak.sub("", residue))
-            parts.append(m.per_rare * (len(residue) - weak) + m.per_weak * weak)
+            parts.append(m.per_rare * len(residue))
             if any(map(scripts.__contains__, _CJK_CLASSES)):
                 parts.append(m.cjk * len(_CJK.findall(residue)))
         for cls, lead, by_second in m.blocks:

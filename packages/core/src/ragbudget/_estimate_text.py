@@ -185,11 +185,6 @@ def _chars_pattern(chars: str) -> re.Pattern[str]:
     return re.compile(f"[{''.join(map(re.escape, sorted(chars)))}]" if chars else "(?!)")
 
 
-def _rare(wide: bytes, singles: re.Pattern[str]) -> str:
-    """The characters of `wide` (UTF-8 without ASCII bytes) that no token holds alone."""
-    return singles.sub("", wide.decode("utf-8", "surrogatepass"))
-
-
 def _pairs_pattern(pairs: str) -> re.Pattern[bytes]:
     """Where a rare letter pair starts (lowercase text): one alternative per first letter."""
     follow: dict[str, str] = {}
@@ -315,8 +310,9 @@ class Vocabulary:
     floor_spelled: tuple[re.Pattern[str], ...] = ()
     """Aligned with `floor_singles`: the characters of scripts spelled a character at a time."""
     weak: re.Pattern[str] = re.compile("(?!)")
-    """Single-token letters that few longer tokens hold (left out of `singles`: they stay in
-    the residue and are counted apart, as `weak`)."""
+    """Runs of the single-token letters that few longer tokens hold (counted as `weak`)."""
+    weak_classes: bytes = b""
+    """The character classes (`_CLASSES`) of those letters: text with none of them has none."""
 
     @classmethod
     def build(
@@ -335,7 +331,8 @@ class Vocabulary:
         features); `floor_singles`: the same per encoding for the floor (default: `single`);
         `floor_costs`: per encoding, the expensive blocks (`EstimateData.char_costs`);
         `rare_pairs`: `EstimateData.rare_pairs`; `floor_spelled`: `EstimateData.spelled`;
-        `weak`: the letters of `single` that few longer tokens hold (`EstimateData.weak`)."""
+        `weak`: the letters of `single` that few longer tokens hold (`EstimateData.weak`;
+        others are ignored: a character that is not a single token is rare, not weak)."""
         table = {w.encode(): n for w, n in zip(words, tokens, strict=True)}
         floors = tuple(map(_singles_pattern, floor_singles or (single,)))
         costs = tuple(BlockCosts.build(_block_costs(c)) for c in floor_costs) or tuple(
@@ -345,9 +342,17 @@ class Vocabulary:
             _chars_pattern("") for _ in floors
         )
         pairs = _pairs_pattern(rare_pairs)
-        strong = "".join(set(single) - set(weak))
+        weak = "".join(set(weak) & set(single))
+        classes = bytes(sorted({_CLASSES[c.encode("utf-8", "surrogatepass")[0]] for c in weak}))
         return cls(
-            table, _singles_pattern(strong), floors, costs, pairs, spelled, _chars_pattern(weak)
+            table,
+            _singles_pattern(single),
+            floors,
+            costs,
+            pairs,
+            spelled,
+            _singles_pattern(weak),
+            classes,
         )
 
 
@@ -405,9 +410,10 @@ def features(text: str, vocab: Vocabulary) -> list[int]:
         for cls, group in OTHER_GROUPS:
             row += map(classes.count, group) if cls in classes else (0,) * len(group)
         wide = data.translate(None, _ASCII_BYTES)
-        residue = _rare(wide, vocab.singles)
-        weak = len(residue) - len(vocab.weak.sub("", residue))
-        rare = len(residue) - weak
+        chars = wide.decode("utf-8", "surrogatepass")
+        residue = vocab.singles.sub("", chars)
+        weak = len(chars) - len(vocab.weak.sub("", chars))
+        rare = len(residue)
         cjk = len(_CJK.findall(residue))
         capitals = wide.translate(_CAPITALS).count(b"DU")
         scripts = [
