@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from ragbudget import _estimate, get_counter
 from ragbudget._estimate import (
     DEFAULT_TARGET,
+    FEATURE_NAMES,
     TARGETS,
     estimate_tokens,
     features,
@@ -262,6 +263,15 @@ def test_fast_path_equals_the_feature_model(text: str, target: str) -> None:
     raw, expected = _feature_model(text, target)
     if abs(raw - round(raw)) > 1e-9:  # at an exact integer, float order may round either way
         assert estimate_tokens(text, target) == expected
+
+
+def test_fast_path_counts_the_weak_letters_as_the_feature_model() -> None:
+    """Weak letters (single tokens few longer tokens hold) of every target: Kazakh and Yiddish
+    for o200k, accented Latin and Arabic-script letters for cl100k and the default."""
+    text = "Ұлттық Ғылым Ңң, װאָס ײִדיש; À la carte, très süß; ئۇيغۇر تىلى"
+    for target in (DEFAULT_TARGET, *TARGETS):
+        assert features(text, vocabulary(target))[FEATURE_NAMES.index("weak")] > 0, target
+        assert estimate_tokens(text, target) == _feature_model(text, target)[1]
 
 
 def test_fast_path_equals_the_feature_model_on_real_text(sample: dict[str, list[str]]) -> None:

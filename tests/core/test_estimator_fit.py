@@ -135,14 +135,14 @@ def test_capitals_cost_more_than_lowercase() -> None:
 
 def test_weak_letters_are_read_from_the_encoding() -> None:
     """Letters o200k holds alone but in few longer tokens (Kazakh's Ұ, Yiddish's װ) are weak;
-    Russian's common letters, Han, kana and ASCII are not."""
+    Russian's common letters, which many o200k tokens hold, are not."""
     import tiktoken
     from ragbudget import use_bundled_tiktoken_files
 
     use_bundled_tiktoken_files()
     weak = set(fit.weak_letters(tiktoken.get_encoding("o200k_base")))
     assert {"Ұ", "Ғ", "װ"} <= weak
-    assert not weak & set("аеиопрст焦あ한eZ")
+    assert not weak & set("аеиопрст")
 
 
 def test_weak_letters_are_counted_apart_from_the_rare() -> None:
@@ -160,14 +160,15 @@ def test_weak_letters_are_counted_apart_from_the_rare() -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(
-    text=st.text(min_size=1, max_size=400)
-    | st.text("qxzjkvbwAEIOUaeio_ 0123.,;{}\n", min_size=1, max_size=400)
+    text=st.text(alphabet=st.characters(codec=None), min_size=1, max_size=400)
+    | st.text("qxzjkvbwAEIOUaeio_ 0123.,;{}\nÀèßҰ", min_size=1, max_size=400),
+    target=st.sampled_from(("max", "cl100k_base", "o200k_base")),
 )
-def test_the_bound_of_the_floor_bounds_it(text: str) -> None:
+def test_the_bound_of_the_floor_bounds_it(text: str, target: str) -> None:
     """`stages.floor_bound` (what an exact gate could use, docs/estimator.md) is never below the
     floor it bounds: else its share of chunks 'proved below the model' would overstate."""
     import stages
     from ragbudget._estimate import floor_tokens, vocabulary
 
-    vocab = vocabulary("max")
+    vocab = vocabulary(target)
     assert stages.floor_bound(text, vocab) >= floor_tokens(text, vocab)

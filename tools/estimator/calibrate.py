@@ -69,7 +69,7 @@ def refit(chunks: list[corpus.Chunk], truth: dict[str, list[int]], encs: dict[st
         scales = fit.safety_scales(x, y, coef, families, fit_mask, fit.MARGINS[target])
         _log(f"{target}: safety scales {', '.join(f'{s:.3f}' for s in scales)}")
         weights[target] = fit.scaled(coef, *scales)
-    write_tables(chunks, encs, words, vocab, weights)
+    write_tables(chunks, encs, words, vocab, weights, weak)
     _log(f"refit and wrote {fit.DATA_FILE} in {time.perf_counter() - t0:.0f}s")
 
 
@@ -79,20 +79,22 @@ def write_tables(
     words: list[str] | None = None,
     vocab: dict[str, tuple[list[int], str]] | None = None,
     weights: dict[str, object] | None = None,
+    weak: dict[str, str] | None = None,
 ) -> None:
     """Write the data file with new rare letter pairs and block costs; the words, their token
-    counts and the weights are the ones given, or the shipped ones (`--tables`)."""
+    counts, the weights and the weak letters (a feature the weights were fitted with) are the
+    ones given, or the shipped ones (`--tables`)."""
     global _estimate
     data = _estimate_data.load()
-    if words is None or vocab is None or weights is None:
+    if words is None or vocab is None or weights is None or weak is None:
         words = list(data.words)
         vocab = {t: ([int(d) for d in data.tokens[t]], data.single[t]) for t in ENCODINGS}
         vocab[_estimate.DEFAULT_TARGET] = ([], data.single[_estimate.DEFAULT_TARGET])
         weights = dict(data.weights)
+        weak = dict(data.weak)
     pairs = fit.rare_pairs(chunks)
     blocks = {name: fit.block_costs(enc) for name, enc in encs.items()}
     spelled = {name: fit.spelled_chars(enc) for name, enc in encs.items()}
-    weak = fit.weak_by_target(encs, vocab)  # type: ignore[arg-type]
     fit.write_data(words, vocab, weights, pairs, blocks, spelled, weak)  # type: ignore[arg-type]
     _estimate_data.load.cache_clear()
     importlib.reload(importlib.import_module("ragbudget._estimate_text"))

@@ -18,9 +18,10 @@ is unknown and long):
 3. Scripts. One regex substitution over the non-ASCII characters deletes the runs of those
    that are single tokens in the target encoding: what is left are the characters no token
    holds alone, which a byte-level tokenizer spells out in pieces of their UTF-8 bytes; they
-   are counted, and the kana, Han and Hangul among them again. So are, apart, the letters
-   that are single tokens but that few longer tokens of the encoding hold (read from its
-   vocabulary: Kazakh's Ұ and Yiddish's װ in o200k): a word holding one is cut around it.
+   are counted, and the kana, Han and Hangul among them again. One more substitution, where
+   their scripts occur, counts the weak letters: single tokens that few longer tokens of the
+   encoding hold (read from its vocabulary: Kazakh's Ұ in o200k, accented Latin letters such
+   as è in cl100k), which cut the words holding them.
    Where one UTF-8 lead byte spans scripts that tokenizers treat very differently
    (Devanagari to Tibetan; Myanmar, Georgian, Ethiopic, Khmer...), the characters of each
    script block are counted by their second byte.
