@@ -172,3 +172,18 @@ def test_the_bound_of_the_floor_bounds_it(text: str, target: str) -> None:
 
     vocab = vocabulary(target)
     assert stages.floor_bound(text, vocab) >= floor_tokens(text, vocab)
+
+
+def test_spelled_scripts_count_only_where_their_classes_occur() -> None:
+    """The floor looks for characters of scripts spelled a character at a time (Odia in o200k)
+    only where their classes occur: the same count as looking everywhere."""
+    from ragbudget._estimate import Vocabulary, floor_tokens
+
+    odia = "ଓଡ଼ିଆ ଭାଷା"
+    single = "".join(set(odia) - {" "})
+    spelled = Vocabulary.build([], [], single, iter([single]), floor_spelled=iter([single]))
+    plain = Vocabulary.build([], [], single, [single])
+    assert spelled.spelled_classes == b"i"
+    for text in (odia, "日本語 " + odia, "日本語のテキスト"):
+        extra = sum(c in single for c in text)  # each spelled character a token more
+        assert floor_tokens(text, spelled) == floor_tokens(text, plain) + extra, text

@@ -129,11 +129,13 @@ def other_tokens(other: list[bytes], vocab: Vocabulary) -> int:
     wide = b"".join(other).translate(None, _ASCII_BYTES)
     latin = wide.translate(_CLASSES, _CONTINUATION)
     chars = wide.decode("utf-8", "surrogatepass")
+    # characters of the scripts spelled a character at a time, only if their classes occur
+    spells = any(map(latin.__contains__, vocab.spelled_classes))
     best = 0
     for singles, costs, spelled in zip(
         vocab.floor_singles, vocab.floor_costs, vocab.floor_spelled, strict=True
     ):
-        cost = len(spelled.findall(chars))
+        cost = len(spelled.findall(chars)) if spells else 0
         residue = singles.sub("", chars)
         if residue:
             cost += costs.cost(residue)

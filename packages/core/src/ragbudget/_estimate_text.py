@@ -313,6 +313,8 @@ class Vocabulary:
     """Runs of the single-token letters that few longer tokens hold (counted as `weak`)."""
     weak_classes: bytes = b""
     """The character classes (`_CLASSES`) of those letters: text with none of them has none."""
+    spelled_classes: bytes = b""
+    """The character classes of the characters of `floor_spelled` (of every encoding)."""
 
     @classmethod
     def build(
@@ -338,12 +340,12 @@ class Vocabulary:
         costs = tuple(BlockCosts.build(_block_costs(c)) for c in floor_costs) or tuple(
             BlockCosts.build({}) for _ in floors
         )
-        spelled = tuple(_chars_pattern(c) for c in floor_spelled) or tuple(
+        spelled_chars = tuple(floor_spelled)
+        spelled = tuple(map(_chars_pattern, spelled_chars)) or tuple(
             _chars_pattern("") for _ in floors
         )
         pairs = _pairs_pattern(rare_pairs)
         weak = "".join(set(weak) & set(single))
-        classes = bytes(sorted({_CLASSES[c.encode("utf-8", "surrogatepass")[0]] for c in weak}))
         return cls(
             table,
             _singles_pattern(single),
@@ -352,8 +354,14 @@ class Vocabulary:
             pairs,
             spelled,
             _singles_pattern(weak),
-            classes,
+            _classes_of(weak),
+            _classes_of("".join(spelled_chars)),
         )
+
+
+def _classes_of(chars: str) -> bytes:
+    """The character classes (`_CLASSES`, by UTF-8 lead byte) of `chars`."""
+    return bytes(sorted({_CLASSES[c.encode("utf-8", "surrogatepass")[0]] for c in chars}))
 
 
 @functools.cache
