@@ -108,7 +108,7 @@ class _Model:
     vocab: Vocabulary  # for the floor (see `floor_tokens`)
     singles: re.Pattern[str]
     weak: re.Pattern[str]
-    weak_classes: tuple[bytes, ...]  # the classes of the weak letters (none: no weak letter)
+    weak_classes: bytes  # the classes of the weak letters (none in the text: no weak letter)
     per_byte: float
     per_char: float
     ascii: tuple[float, ...]  # weights of ASCII_PATTERNS
@@ -151,7 +151,7 @@ def _model(target: str) -> _Model:
         vocab=vocab,
         singles=vocab.singles,
         weak=vocab.weak,
-        weak_classes=tuple(bytes((c,)) for c in vocab.weak_classes),
+        weak_classes=vocab.weak_classes,
         per_byte=w["bytes"],
         per_char=w["chars"],
         ascii=tuple(w[p.decode()] for p in ASCII_PATTERNS),
