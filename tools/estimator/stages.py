@@ -95,18 +95,12 @@ def floor_bound(text: str, vocab: _estimate.Vocabulary) -> int:
     every unknown ASCII word priced as random letters (1 + 0.55 per letter after the first,
     plus its case changes: never less than the floor's price of it), every symbol and line
     break a token (`text_bound`); known and non-ASCII words as the floor prices them."""
-    data = text.encode("utf-8", "surrogatepass")
-    classes = data.translate(_CLASSES, _CONTINUATION)
-    words = data.translate(_WORD_TABLE).split()
-    table = vocab.words
-    unknown = [w for w in words if w not in table and w.isascii()]
-    other = [w for w in words if w not in table and not w.isascii()]
+    _, classes, known, unknown, other = _estimate_floor.floor_parts(text, vocab)
     pairs = sum(map(len, unknown)) - len(unknown)
     changes = b" ".join(unknown).translate(_estimate_floor._CASES).count(b"aA")
     long = sum(len(w) >= _estimate_floor._LONG for w in unknown)
     words_bound = len(unknown) + math.ceil(_estimate_floor._PER_LETTER * pairs) + long + changes
     text_bound = _estimate_floor.text_bound(*map(classes.count, TEXT_BOUND))
-    known = sum(table.get(w, 0) for w in words)
     forced = known + words_bound + text_bound + _estimate_floor.other_tokens(other, vocab)
     return max(forced, _estimate_floor.solid_floor(classes))
 

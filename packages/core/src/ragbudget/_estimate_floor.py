@@ -48,6 +48,7 @@ from ragbudget._estimate_text import _CLASSES, _CONTINUATION, _WORD_TABLE, Vocab
 
 __all__ = [
     "clear_caches",
+    "floor_parts",
     "floor_tokens",
     "forced_tokens",
     "other_tokens",
@@ -218,8 +219,10 @@ def forced_tokens(
     )
 
 
-def floor_tokens(text: str, vocab: Vocabulary) -> int:
-    """The least the estimate returns for non-empty `text` (see the module docstring)."""
+def floor_parts(text: str, vocab: Vocabulary) -> tuple[bytes, bytes, int, list[bytes], list[bytes]]:
+    """What the floor is counted from: the UTF-8 of `text`, its classes (`_CLASSES`, one per
+    character), the token count of its known words, its unknown ASCII words and its unknown
+    words with non-ASCII letters."""
     data = text.encode("utf-8", "surrogatepass")
     classes = data.translate(_CLASSES, _CONTINUATION)
     words = data.translate(_WORD_TABLE).split()
@@ -227,4 +230,10 @@ def floor_tokens(text: str, vocab: Vocabulary) -> int:
     known = sum(table.get(w, 0) for w in words)
     unknown = [w for w in words if w not in table and w.isascii()]
     other = [w for w in words if w not in table and not w.isascii()]
+    return data, classes, known, unknown, other
+
+
+def floor_tokens(text: str, vocab: Vocabulary) -> int:
+    """The least the estimate returns for non-empty `text` (see the module docstring)."""
+    data, classes, known, unknown, other = floor_parts(text, vocab)
     return max(solid_floor(classes), forced_tokens(data, known, unknown, other, vocab))
