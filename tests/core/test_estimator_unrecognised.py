@@ -20,6 +20,7 @@ import base64
 import gzip
 import hashlib
 import json
+import math
 import random
 import string
 import uuid
@@ -30,7 +31,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from ragbudget import chunk_text, get_counter
-from ragbudget._estimate import DEFAULT_TARGET, TARGETS, estimate_tokens
+from ragbudget._estimate import DEFAULT_TARGET, TARGETS, estimate_tokens, vocabulary
+from ragbudget._estimate_floor import floor_parts, foreign_tokens, other_tokens, word_tokens
+from ragbudget._estimate_text import FOREIGN_COSTS
 
 SAMPLE = Path(__file__).parent / "data" / "estimator_sample.json.gz"
 UNFITTED = (
@@ -79,6 +82,25 @@ def _key(rng: random.Random) -> str:
 def _ident(rng: random.Random) -> str:
     words = ("".join(rng.choices(string.ascii_lowercase, k=rng.randint(2, 9))) for _ in "abc")
     return "_".join(words)
+
+
+def _syllables(rng: random.Random, size: int) -> str:
+    """Sentences of words in a made-up language with Dutch-like clusters (`sjtaaf`,
+    `schoe`): words that look like words, none of which the vocabulary knows."""
+    out: list[str] = []
+    while sum(map(len, out)) < size:
+        words = (
+            "".join(
+                rng.choice(("sj", "tj", "gr", "kl", "st", "zw", "sch", "dr", "br"))
+                + rng.choice(("aa", "ee", "oe", "ui", "ie", "ei", "ou"))
+                + rng.choice(("", "", "n", "r", "s", "t", "k", "ng", "l"))
+                for _ in range(rng.randint(1, 4))
+            )
+            for _ in range(10)
+        )
+        sentence = " ".join(words)
+        out.append(sentence[0].upper() + sentence[1:] + ".")
+    return "\n".join(out)
 
 
 GENERATED: dict[str, Callable[[random.Random, int], str]] = {
@@ -211,3 +233,67 @@ def test_chunks_stay_within_their_limit_by_real_tokenizers(
         assert estimate_tokens(chunk.text, DEFAULT_TARGET) <= 256
         for count in exact.values():
             assert count(chunk.text) <= 256 / (1 - WORST)
+
+
+# The floor's rule for text in a language the vocabulary lacks: where unknown words are half of
+# a text's words or more, they cost at least FOREIGN_COSTS tokens per character, unless they
+# look like code's identifiers. Without it Limburgish and Kabyle catalogues were up to 27% under.
+
+
+def _parts(text: str, target: str) -> tuple[list[bytes], list[bytes], int]:
+    _, _, _, unknown, other, words = floor_parts(text, vocabulary(target))
+    return unknown, other, words
+
+
+def test_each_target_takes_the_largest_cost_it_covers() -> None:
+    assert vocabulary(DEFAULT_TARGET).foreign == max(FOREIGN_COSTS.values())
+    for target in TARGETS:
+        assert vocabulary(target).foreign == FOREIGN_COSTS[target]
+
+
+def test_unknown_words_cost_their_characters_from_half_the_words() -> None:
+    vocab = vocabulary(DEFAULT_TARGET)
+    half = "the sjtaaftiep of zwoeigraak"  # 2 unknown words of 4
+    unknown, other, words = _parts(half, DEFAULT_TARGET)
+    assert (len(unknown), len(other), words) == (2, 0, 4)
+    assert foreign_tokens(unknown, other, words, vocab) == math.ceil(vocab.foreign * 20)
+    fewer = "the sjtaaftiep of the house"  # 1 of 5
+    assert foreign_tokens(*_parts(fewer, DEFAULT_TARGET), vocab) == 0
+    assert foreign_tokens(*_parts("the house of the king", DEFAULT_TARGET), vocab) == 0
+
+
+def test_non_ascii_unknown_words_count_their_characters_not_bytes() -> None:
+    vocab = vocabulary("cl100k_base")
+    unknown, other, words = _parts("sjtaaf ẓḥuṭaɣ", "cl100k_base")
+    assert (len(unknown), len(other), words) == (1, 1, 2)
+    assert foreign_tokens(unknown, other, words, vocab) == math.ceil(vocab.foreign * 12)
+
+
+def test_code_identifiers_are_left_to_the_other_rules() -> None:
+    vocab = vocabulary(DEFAULT_TARGET)
+    code = "parseHttpHeader readJsonBody writeCsvRow"
+    assert foreign_tokens(*_parts(code, DEFAULT_TARGET), vocab) == 0
+
+
+def test_the_rule_keeps_a_language_the_vocabulary_lacks_near_the_truth(
+    exact: dict[str, Callable[[str], int]],
+) -> None:
+    """On made-up Dutch-like words the linear model is about 30% under cl100k, and the words'
+    other floor rules give less than this one, which holds the default and cl100k within 10%.
+    (`estimate:o200k_base` stays 11-18% under on them: o200k spends 0.36-0.39 tokens per
+    character on these words, more than on the corpus's European languages; a known miss,
+    docs/estimator.md.)"""
+    rng = random.Random("foreign")
+    for _ in range(5):
+        text = _syllables(rng, 600)
+        for target in (DEFAULT_TARGET, *TARGETS):
+            vocab = vocabulary(target)
+            unknown, other, words = _parts(text, target)
+            rule = foreign_tokens(unknown, other, words, vocab)
+            assert rule > word_tokens(unknown, vocab) + other_tokens(other, vocab), target
+            assert estimate_tokens(text, target) >= rule
+            if target == "o200k_base":
+                continue
+            covered = TARGETS if target == DEFAULT_TARGET else (target,)
+            truth = max(exact[e](text) for e in covered)
+            assert estimate_tokens(text, target) >= 0.9 * truth, (target, truth)

@@ -95,13 +95,15 @@ def floor_bound(text: str, vocab: _estimate.Vocabulary) -> int:
     every unknown ASCII word priced as random letters (1 + 0.55 per letter after the first,
     plus its case changes: never less than the floor's price of it), every symbol and line
     break a token (`text_bound`); known and non-ASCII words as the floor prices them."""
-    _, classes, known, unknown, other = _estimate_floor.floor_parts(text, vocab)
+    _, classes, known, unknown, other, words = _estimate_floor.floor_parts(text, vocab)
     pairs = sum(map(len, unknown)) - len(unknown)
     changes = b" ".join(unknown).translate(_estimate_floor._CASES).count(b"aA")
     long = sum(len(w) >= _estimate_floor._LONG for w in unknown)
     words_bound = len(unknown) + math.ceil(_estimate_floor._PER_LETTER * pairs) + long + changes
     text_bound = _estimate_floor.text_bound(*map(classes.count, TEXT_BOUND))
-    forced = known + words_bound + text_bound + _estimate_floor.other_tokens(other, vocab)
+    pieces = words_bound + _estimate_floor.other_tokens(other, vocab)
+    pieces = max(pieces, _estimate_floor.foreign_tokens(unknown, other, words, vocab))
+    forced = known + pieces + text_bound
     return max(forced, _estimate_floor.solid_floor(classes))
 
 

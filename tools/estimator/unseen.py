@@ -32,7 +32,7 @@ import report  # noqa: E402
 import tiktoken  # noqa: E402
 from ragbudget import use_bundled_tiktoken_files  # noqa: E402
 from ragbudget._estimate import estimate_tokens, vocabulary  # noqa: E402
-from ragbudget._estimate_text import _WORD_TABLE  # noqa: E402
+from ragbudget._estimate_text import _WORD_TABLE, FOREIGN_COSTS, TARGETS  # noqa: E402
 
 DOCS = HERE.parents[1] / "docs" / "estimator.md"
 LANGUAGES = {
@@ -146,15 +146,42 @@ def tables() -> str:
 WORD_LENGTH = 8
 
 
+def foreign_costs(chunks: list[corpus.Chunk]) -> str:
+    """Where FOREIGN_COSTS come from: per encoding, tokens per character of the unknown words
+    (each counted after a space) of the fitted European-language chunks where they are half of
+    the words or more; the floor takes the 25th percentile."""
+    rows = []
+    for name in TARGETS:
+        enc = tiktoken.get_encoding(name)
+        known = vocabulary(name).words
+        costs = []
+        for chunk in chunks:
+            if chunk.split != "fit" or chunk.family != "european":
+                continue
+            words = chunk.text.encode("utf-8", "surrogatepass").translate(_WORD_TABLE).split()
+            unknown = [w.decode("utf-8", "surrogatepass") for w in words if w not in known]
+            if words and 2 * len(unknown) >= len(words):
+                tokens = sum(len(enc.encode_ordinary(" " + w)) for w in unknown)
+                costs.append(tokens / sum(map(len, unknown)))
+        p10, p25, p50 = (report._quantile(costs, q) for q in (0.1, 0.25, 0.5))
+        rows.append(
+            f"{name}: {len(costs)} fitted European chunks, tokens per character of their "
+            f"unknown words p10 {p10:.3f} p25 {p25:.3f} median {p50:.3f} "
+            f"(FOREIGN_COSTS: {FOREIGN_COSTS[name]})"
+        )
+    return "\n".join(rows)
+
+
 def word_costs(langs: list[str]) -> str:
     """cl100k tokens per unknown ASCII word (not in the vocabulary) of WORD_LENGTH letters, on
     held-out chunks of code, prose and European languages and on the catalogues `langs`: the
-    estimate prices such words by their length alone."""
+    estimate prices such words by their length alone. Then `foreign_costs`."""
     use_bundled_tiktoken_files()
     enc = tiktoken.get_encoding("cl100k_base")
     known = vocabulary("cl100k_base").words
     texts = {f"{lang} (catalogue)": chunks_of(lang, random.Random(lang)) for lang in langs}
-    for chunk in corpus.build_corpus():
+    chunks = corpus.build_corpus()
+    for chunk in chunks:
         if chunk.split == "test" and chunk.family in ("code", "prose", "european"):
             texts.setdefault(f"{chunk.family} (held out)", []).append(chunk.text)
     rows = []
@@ -167,7 +194,7 @@ def word_costs(langs: list[str]) -> str:
         ]
         tokens = sum(len(enc.encode_ordinary(" " + w.decode())) for w in words)
         rows.append(f"{name}: {tokens / max(1, len(words)):.2f} tokens per word ({len(words)})")
-    return "\n".join(rows)
+    return "\n".join(rows) + "\n" + foreign_costs(chunks)
 
 
 def main() -> int:

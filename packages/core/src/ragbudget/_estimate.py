@@ -50,11 +50,10 @@ from ragbudget._estimate_data import load
 from ragbudget._estimate_floor import (
     clear_caches,
     floor_tokens,
-    other_tokens,
     solid_floor,
     text_bound,
     text_tokens,
-    word_tokens,
+    unknown_tokens,
 )
 from ragbudget._estimate_text import (
     _ASCII_BYTES,
@@ -306,7 +305,7 @@ def estimate_tokens(text: str, target: str = DEFAULT_TARGET) -> int:
         unknown = list(filter(bytes.isascii, unknown))
     # The floor (`floor_tokens`), computed only as far as it could exceed `raw`: the passes
     # over digits, symbols and line breaks only when their bound from the class counts could.
-    forced = sum(counts) + word_tokens(unknown, m.vocab) + other_tokens(other, m.vocab)
+    forced = sum(counts) + unknown_tokens(unknown, other, len(words), m.vocab)
     if forced + text_bound(*itemgetter(*_TEXT_BOUND)(counted)) > raw:
         forced += text_tokens(data, itemgetter(*_TEXT_COUNTS)(counted))
     if len(classes) > _SOLID_CHARS * raw:  # else solid_floor(classes) <= raw

@@ -19,6 +19,12 @@ estimate never returns less:
 - a run of ASCII symbols or control characters costs a token (a lone symbol only when no
   letter follows: `, ` or `1:2`, not `.name`), or 0.66 tokens per symbol when it holds 3
   different ones or more (symbol soup, not a rule line like `-----` nor JSON's `"},{"`);
+- where unknown words are half of a text's words or more (a language the vocabulary lacks,
+  whose common words are unknown too: Limburgish, Kabyle), they cost at least what such words
+  cost per character in the corpus's European languages (`FOREIGN_COSTS`: 0.405 tokens per
+  character for cl100k, 0.333 for o200k), when that is more than the rules above give them;
+  not where a quarter of the unknown ASCII words change case inside (`camelCase`): code's
+  identifiers are English pieces, cheaper per character;
 - a line break costs a token (runs of blank lines one in all);
 - a non-ASCII character no token holds alone, in words the vocabulary lacks, costs what its
   block costs in the encoding (3 for Cherokee, 4 for Shavian), at least 1; for the default
@@ -51,10 +57,12 @@ __all__ = [
     "floor_parts",
     "floor_tokens",
     "forced_tokens",
+    "foreign_tokens",
     "other_tokens",
     "solid_floor",
     "text_bound",
     "text_tokens",
+    "unknown_tokens",
     "word_tokens",
 ]
 
@@ -95,6 +103,8 @@ _SYMBOLS_KEPT = bytes(byte if _SHAPES[byte] == ord(".") else 0x20 for byte in ra
 _SOUP = 3  # a run of 3 symbols or more may be symbol soup
 _CACHED_WORDS = 1 << 16  # long unknown words whose prices the cache keeps
 _LATIN = (b"l", b"L", b"S", b"m")  # classes of Latin-1, Latin Extended, symbols, IPA and marks
+_FOREIGN_SHARE = 2  # unknown words 1 in 2 of the words or more: see foreign_tokens
+_CAMEL_SHARE = 4  # ... unless case changes are more than 1 per 4 unknown ASCII words
 
 
 def solid_floor(classes: bytes) -> int:
@@ -163,6 +173,32 @@ def word_tokens(unknown: Sequence[bytes], vocab: Vocabulary) -> int:
     return total
 
 
+def foreign_tokens(
+    unknown: Sequence[bytes], other: Sequence[bytes], words: int, vocab: Vocabulary
+) -> int:
+    """What the unknown ASCII words `unknown` and non-ASCII words `other` cost at least, by
+    their characters, when they are half of the text's `words` or more and fewer than a
+    quarter of the ASCII ones change case inside (else 0): see the module docstring."""
+    count = len(unknown) + len(other)
+    if not count or count * _FOREIGN_SHARE < words:
+        return 0
+    if b" ".join(unknown).translate(_CASES).count(b"aA") * _CAMEL_SHARE > len(unknown):
+        return 0  # code's identifiers
+    chars = sum(map(len, unknown))
+    if other:
+        chars += len(b"".join(other).decode("utf-8", "surrogatepass"))
+    return math.ceil(vocab.foreign * chars)
+
+
+def unknown_tokens(
+    unknown: Sequence[bytes], other: list[bytes], words: int, vocab: Vocabulary
+) -> int:
+    """What the unknown ASCII words `unknown` and non-ASCII words `other` of a text of `words`
+    words cost at least: `word_tokens` and `other_tokens`, or `foreign_tokens` if more."""
+    pieces = word_tokens(unknown, vocab) + other_tokens(other, vocab)
+    return max(pieces, foreign_tokens(unknown, other, words, vocab))
+
+
 def clear_caches() -> None:
     """Forget the prices of long unknown words (for benchmarks measuring a cold start)."""
     _word_price.cache_clear()
@@ -211,18 +247,20 @@ def forced_tokens(
     unknown: Sequence[bytes],
     other: list[bytes],
     vocab: Vocabulary,
+    words: int,
 ) -> int:
     """The piece-by-piece count of `floor_tokens`, from the UTF-8 `data`, the sum of the token
-    counts of its known words, its unknown ASCII words and its unknown non-ASCII words."""
-    return (
-        known_tokens + word_tokens(unknown, vocab) + text_tokens(data) + other_tokens(other, vocab)
-    )
+    counts of its known words, its unknown ASCII words, its unknown non-ASCII words and the
+    number of its words."""
+    return known_tokens + unknown_tokens(unknown, other, words, vocab) + text_tokens(data)
 
 
-def floor_parts(text: str, vocab: Vocabulary) -> tuple[bytes, bytes, int, list[bytes], list[bytes]]:
+def floor_parts(
+    text: str, vocab: Vocabulary
+) -> tuple[bytes, bytes, int, list[bytes], list[bytes], int]:
     """What the floor is counted from: the UTF-8 of `text`, its classes (`_CLASSES`, one per
-    character), the token count of its known words, its unknown ASCII words and its unknown
-    words with non-ASCII letters."""
+    character), the token count of its known words, its unknown ASCII words, its unknown
+    words with non-ASCII letters and the number of its words."""
     data = text.encode("utf-8", "surrogatepass")
     classes = data.translate(_CLASSES, _CONTINUATION)
     words = data.translate(_WORD_TABLE).split()
@@ -230,10 +268,10 @@ def floor_parts(text: str, vocab: Vocabulary) -> tuple[bytes, bytes, int, list[b
     known = sum(table.get(w, 0) for w in words)
     unknown = [w for w in words if w not in table and w.isascii()]
     other = [w for w in words if w not in table and not w.isascii()]
-    return data, classes, known, unknown, other
+    return data, classes, known, unknown, other, len(words)
 
 
 def floor_tokens(text: str, vocab: Vocabulary) -> int:
     """The least the estimate returns for non-empty `text` (see the module docstring)."""
-    data, classes, known, unknown, other = floor_parts(text, vocab)
-    return max(solid_floor(classes), forced_tokens(data, known, unknown, other, vocab))
+    data, classes, known, unknown, other, words = floor_parts(text, vocab)
+    return max(solid_floor(classes), forced_tokens(data, known, unknown, other, vocab, words))

@@ -24,6 +24,12 @@ TARGETS = ("cl100k_base", "o200k_base")
 DEFAULT_TARGET = "max"
 """The default target: the larger of the counts of every encoding in `TARGETS`."""
 
+FOREIGN_COSTS = {"cl100k_base": 0.405, "o200k_base": 0.333}
+"""Per encoding, tokens per character that unknown words cost at least in a text where they
+are half of the words or more (a language the vocabulary lacks): the 25th percentile of what
+they cost in the calibration corpus's fitted European-language chunks where they are
+(`python tools/estimator/unseen.py --words`). Used by the floor."""
+
 
 def _class_table() -> bytes:
     table = bytearray(256)
@@ -315,6 +321,9 @@ class Vocabulary:
     """The character classes (`_CLASSES`) of those letters: text with none of them has none."""
     spelled_classes: bytes = b""
     """The character classes of the characters of `floor_spelled` (of every encoding)."""
+    foreign: float = 0.0
+    """Tokens per character that unknown words cost at least where they are half of a text's
+    words or more (`FOREIGN_COSTS`, the most of any encoding covered)."""
 
     @classmethod
     def build(
@@ -328,13 +337,15 @@ class Vocabulary:
         rare_pairs: str = "",
         floor_spelled: Iterable[str] = (),
         weak: str = "",
+        foreign: float = 0.0,
     ) -> Vocabulary:
         """`single`: the non-ASCII characters that are single tokens (for the rare-character
         features); `floor_singles`: the same per encoding for the floor (default: `single`);
         `floor_costs`: per encoding, the expensive blocks (`EstimateData.char_costs`);
         `rare_pairs`: `EstimateData.rare_pairs`; `floor_spelled`: `EstimateData.spelled`;
         `weak`: the letters of `single` that few longer tokens hold (`EstimateData.weak`;
-        others are ignored: a character that is not a single token is rare, not weak)."""
+        others are ignored: a character that is not a single token is rare, not weak);
+        `foreign`: see the field."""
         table = {w.encode(): n for w, n in zip(words, tokens, strict=True)}
         floors = tuple(map(_singles_pattern, floor_singles or (single,)))
         costs = tuple(BlockCosts.build(_block_costs(c)) for c in floor_costs) or tuple(
@@ -356,6 +367,7 @@ class Vocabulary:
             _singles_pattern(weak),
             _classes_of(weak),
             _classes_of("".join(spelled_chars)),
+            foreign,
         )
 
 
@@ -379,6 +391,7 @@ def vocabulary(target: str) -> Vocabulary:
         rare_pairs=data.rare_pairs,
         floor_spelled=[data.spelled.get(t, "") for t in covered],
         weak=data.weak.get(target, ""),
+        foreign=max(FOREIGN_COSTS[t] for t in covered),
     )
 
 
