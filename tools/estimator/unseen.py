@@ -83,11 +83,9 @@ def measure(texts: list[str], encs: dict[str, Any]) -> dict[str, report.Accuracy
     sizes = list(map(len, texts))
     out = {}
     for name, (counter, against) in COUNTERS.items():
-        target = (
-            list(map(max, *(truth[e] for e in against))) if len(against) > 1 else truth[against[0]]
-        )
+        target = [max(counts) for counts in zip(*(truth[e] for e in against), strict=True)]
         out[name] = report.accuracy(list(map(counter, texts)), target, sizes)
-    larger = list(map(max, *truth.values()))
+    larger = [max(counts) for counts in zip(*truth.values(), strict=True)]
     out["`len // 4`"] = report.accuracy([math.floor(len(t) / 4) or 1 for t in texts], larger, sizes)
     return out
 
