@@ -33,6 +33,7 @@ bench: bootstrap
 bench-estimator: bootstrap
 	$(RUN) python tools/estimator/calibrate.py
 	$(RUN) python tools/estimator/unseen.py
+	$(RUN) python tools/estimator/audit.py
 
 # The documentation site (site/), strict: a broken link or a missing page fails the build.
 docs: bootstrap
