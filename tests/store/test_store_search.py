@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ragbudget import TokenCounter, get_counter
 from ragbudget.store import DocumentStore, SearchResponse, StoreError
+from ragbudget.store.search import Hit, budget_response
 
 MakeStore = Callable[..., DocumentStore]
 QUERIES = [
@@ -354,3 +355,38 @@ def test_records_deleted_after_the_query_are_skipped() -> None:
     assert [h.id for h in fetch_ranked(ranked, fetch, max_tokens=150, concise=True)] == [
         h for h, _ in ranked if h != "r1"
     ]
+
+
+def _hit(rank: int, source: str, text: str, counter: TokenCounter) -> Hit:
+    metadata = {
+        "source": source,
+        "start_line": 1,
+        "end_line": text.count("\n") + 1,
+        "tokens": counter.count(text),
+        "counter": counter.name,
+    }
+    return Hit(f"id{rank}", text, metadata, 0.1 * rank)
+
+
+def test_a_result_that_fits_is_kept_whatever_else_was_fetched() -> None:
+    """The search fetches a ranked prefix of records, so the results after the ones shown may
+    or may not be there. The answer must not depend on it: a guess of the headers from every
+    fetched source (whose shared folder shrinks when a far one comes in) once bounded the
+    results that could fit below a prefix that fit, and dropped a result."""
+    counter = get_counter("estimate")
+    deep = "/srv/projects/a-long-project-name/src/package/module"
+    text = "\n".join(f"def function_{j}(value):\n    return value * {j}" for j in range(12))
+    near = [_hit(i, f"{deep}/file{i}.py", text, counter) for i in range(4)]
+    far = [_hit(4 + i, f"/tmp/other{i}.py", text, counter) for i in range(3)]
+    for budget in range(300, 1400, 3):
+        shown = [
+            len(
+                budget_response(
+                    hits, query="q", offset=0, total_count=7, max_tokens=budget,
+                    counter=counter, concise=False,
+                ).results
+            )
+            for hits in (near, near + far)
+        ]  # fmt: skip
+        if shown[0] < len(near):  # the far sources are not reached
+            assert shown[1] == shown[0], budget

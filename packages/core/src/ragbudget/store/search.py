@@ -376,12 +376,15 @@ def budget_response(
     while k < n and costs[k] <= room:
         room -= costs[k]
         k += 1
-    # Where even the stored counts, less a generous allowance for tokens that merge across
-    # joins (two a result), pass the budget, no longer prefix can fit: the search stops there,
-    # so a right guess costs one count.
+    # Where even the stored counts of the texts alone, less a generous allowance for tokens
+    # that merge across joins (two a result), pass the budget, no longer prefix can fit: the
+    # search stops there, so a right guess costs one count. Headers and fields are left out of
+    # this bound: they depend on which results show (the folder said once is the one the shown
+    # sources share), so a guess of them could pass a prefix that fits.
+    texts = in_json if rendering.format == "json" else [r.tokens or 0 for r in results]
     reach, spent = 0, base
-    while reach < n and spent + costs[reach] - _JOIN_SLACK * (reach + 1) <= max_tokens:
-        spent += costs[reach]
+    while reach < n and spent + texts[reach] - _JOIN_SLACK * (reach + 1) <= max_tokens:
+        spent += texts[reach]
         reach += 1
     fitted = largest_prefix(
         lambda j: page.assemble(j).to_text(), max(reach, k, 1), max_tokens, counter, lower=1,
