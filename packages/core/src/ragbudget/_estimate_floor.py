@@ -14,7 +14,9 @@ estimate never returns less:
   position of five, fewer than 30% vowels, or 3 times as many letters as distinct ones, as in
   `ACGTTGCA`) costs 1 plus 0.55 tokens per letter after the first, what random letters cost;
   so do the shorter unknown words of a text when, taken together, they do not look like
-  words (the same rare pair and vowel shares);
+  words (the same rare pair and vowel shares), words in capitals left out: an abbreviation or
+  a macro (`METH`, `DIGESTSIZE`) has few vowels but makes whole tokens, and costs 1 plus its
+  rare pairs;
 - digits cost a token per group of up to 3 in each run (how numbers are split);
 - a run of ASCII symbols or control characters costs a token (a lone symbol only when no
   letter follows: `, ` or `1:2`, not `.name`), or 0.66 tokens per symbol when it holds 3
@@ -35,8 +37,8 @@ estimate never returns less:
 - and in any case a token per 8 letters, digits or non-ASCII characters (whitespace and
   punctuation left out, as rule lines and indentation make long tokens), and at least 1.
 
-On held-out natural text this count exceeds the linear model's on up to a fifth of the chunks
-of an ASCII family (code 17%, JSON 18%) and on 43% of those of other scripts, and lowers the
+On held-out natural text this count exceeds the linear model's on up to a sixth of the chunks
+of an ASCII family (code 15%, JSON 15%) and on 42% of those of other scripts, and lowers the
 99th-percentile under-count where it does (code: 9.6% to 5.1% against cl100k); measured by
 `tools/estimator/stages.py --floor` (docs/estimator.md).
 """
@@ -47,7 +49,7 @@ import functools
 import math
 import re
 from collections.abc import Sequence
-from itertools import compress, repeat
+from itertools import compress, filterfalse, repeat
 from operator import add, floordiv, ge
 
 from ragbudget._estimate_text import _CLASSES, _CONTINUATION, _WORD_TABLE, Vocabulary
@@ -158,6 +160,10 @@ def word_tokens(unknown: Sequence[bytes], vocab: Vocabulary) -> int:
     """What the unknown ASCII words `unknown` cost at least (see the module docstring)."""
     total = 0
     short = [w for w in unknown if len(w) < _LONG]
+    caps = list(filter(bytes.isupper, short))
+    if caps:  # abbreviations and macros (`METH`, `DIGESTSIZE`): few vowels, yet whole tokens
+        short = list(filterfalse(bytes.isupper, short))
+        total += len(caps) + len(vocab.rare_pairs.findall(b" ".join(caps).lower()))
     if short:
         joined = b" ".join(short)
         pairs = len(joined) + 1 - 2 * len(short)  # letter pairs within the words
@@ -167,7 +173,7 @@ def word_tokens(unknown: Sequence[bytes], vocab: Vocabulary) -> int:
         if rare * _RARE_SHARE >= pairs or vowels < _VOWEL_SHARE * letters:  # not words
             rare = math.ceil(pairs * _PER_LETTER)
         total += len(short) + rare + joined.translate(_CASES).count(b"aA")
-    if len(short) < len(unknown):
+    if len(short) + len(caps) < len(unknown):
         long = [w for w in unknown if len(w) >= _LONG]
         total += sum(map(_word_price, long, repeat(vocab.rare_pairs)))
     return total
