@@ -14,9 +14,10 @@ estimate never returns less:
   position of five, fewer than 30% vowels, or 3 times as many letters as distinct ones, as in
   `ACGTTGCA`) costs 1 plus 0.55 tokens per letter after the first, what random letters cost;
   so do the shorter unknown words of a text when, taken together, they do not look like
-  words (the same rare pair and vowel shares), words in capitals left out: an abbreviation or
-  a macro (`METH`, `DIGESTSIZE`) has few vowels but makes whole tokens, and costs 1 plus its
-  rare pairs;
+  words (the same rare pair share, or fewer than 25% vowels: random letters hold 19%, code's
+  abbreviations such as `tfunc` and `hdlr` bring real words to 25-30%), words in capitals left
+  out: an abbreviation or a macro (`METH`, `DIGESTSIZE`) has few vowels but makes whole
+  tokens, and costs 1 plus its rare pairs;
 - digits cost a token per group of up to 3 in each run (how numbers are split);
 - a run of ASCII symbols or control characters costs a token (a lone symbol only when no
   letter follows: `, ` or `1:2`, not `.name`), or 0.66 tokens per symbol when it holds 3
@@ -37,8 +38,8 @@ estimate never returns less:
 - and in any case a token per 8 letters, digits or non-ASCII characters (whitespace and
   punctuation left out, as rule lines and indentation make long tokens), and at least 1.
 
-On held-out natural text this count exceeds the linear model's on up to a sixth of the chunks
-of an ASCII family (code 15%, JSON 15%) and on 42% of those of other scripts, and lowers the
+On held-out natural text this count exceeds the linear model's on up to an eighth of the
+chunks of an ASCII family (code 11%, JSON 12%) and on 42% of those of other scripts, and lowers the
 99th-percentile under-count where it does (code: 9.6% to 5.1% against cl100k); measured by
 `tools/estimator/stages.py --floor` (docs/estimator.md).
 """
@@ -75,6 +76,9 @@ _VOWELS = b"aeiouAEIOU"
 _LONG = 12  # unknown words this long or longer are tested one by one for looking like words
 _RARE_SHARE = 5  # a rare pair in one position of 5 or more: not a word
 _VOWEL_SHARE = 0.3  # fewer vowels than this share of the letters: not a word
+# ... for the short unknown words taken together: random letters hold 19% vowels, code's short
+# abbreviations and names (`tfunc`, `hdlr`, `Stacks`) bring real words down to 25-30%
+_GROUP_VOWEL_SHARE = 0.25
 _FEW_LETTERS = 3  # 3 times as many letters as distinct ones: a sequence
 _PER_LETTER = 0.55  # tokens per letter of random letters (cl100k: 1.85 letters per token)
 _PER_SYMBOL = 0.66  # tokens per symbol of symbol soup (cl100k: 1.55 symbols per token)
@@ -170,7 +174,7 @@ def word_tokens(unknown: Sequence[bytes], vocab: Vocabulary) -> int:
         letters = pairs + len(short)
         rare = len(vocab.rare_pairs.findall(joined.lower()))
         vowels = letters + len(short) - 1 - len(joined.translate(None, _VOWELS))
-        if rare * _RARE_SHARE >= pairs or vowels < _VOWEL_SHARE * letters:  # not words
+        if rare * _RARE_SHARE >= pairs or vowels < _GROUP_VOWEL_SHARE * letters:  # not words
             rare = math.ceil(pairs * _PER_LETTER)
         total += len(short) + rare + joined.translate(_CASES).count(b"aA")
     if len(short) + len(caps) < len(unknown):
