@@ -26,8 +26,8 @@ estimate never returns less:
   whose common words are unknown too: Limburgish, Kabyle), they cost at least what such words
   cost per character in the corpus's European languages (`FOREIGN_COSTS`: 0.405 tokens per
   character for cl100k, 0.333 for o200k), when that is more than the rules above give them;
-  not where a quarter of the unknown ASCII words change case inside (`camelCase`): code's
-  identifiers are English pieces, cheaper per character;
+  not where the unknown ASCII words hold more than one case change per 4 words
+  (`camelCase`): code's identifiers are English pieces, cheaper per character;
 - a line break costs a token (runs of blank lines one in all);
 - a non-ASCII character no token holds alone, in words the vocabulary lacks, costs what its
   block costs in the encoding (3 for Cherokee, 4 for Shavian), at least 1; for the default
@@ -187,8 +187,8 @@ def foreign_tokens(
     unknown: Sequence[bytes], other: Sequence[bytes], words: int, vocab: Vocabulary
 ) -> int:
     """What the unknown ASCII words `unknown` and non-ASCII words `other` cost at least, by
-    their characters, when they are half of the text's `words` or more and fewer than a
-    quarter of the ASCII ones change case inside (else 0): see the module docstring."""
+    their characters, when they are half of the text's `words` or more and the ASCII ones hold
+    at most one case change per 4 words (else 0): see the module docstring."""
     count = len(unknown) + len(other)
     if not count or count * _FOREIGN_SHARE < words:
         return 0
