@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from ragbudget._estimate import FEATURE_NAMES, estimate_tokens
 
@@ -164,6 +164,7 @@ def test_weak_letters_are_counted_apart_from_the_rare() -> None:
     | st.text("qxzjkvbwAEIOUaeio_ 0123.,;{}\nÀèßҰ", min_size=1, max_size=400),
     target=st.sampled_from(("max", "cl100k_base", "o200k_base")),
 )
+@example(text="AO0AZp", target="max")  # a word in capitals with a rare pair (`ao`)
 def test_the_bound_of_the_floor_bounds_it(text: str, target: str) -> None:
     """`stages.floor_bound` (what an exact gate could use, docs/estimator.md) is never below the
     floor it bounds: else its share of chunks 'proved below the model' would overstate."""

@@ -93,13 +93,19 @@ def stages(texts: Sequence[str], o200k: Any) -> dict[str, float]:
 def floor_bound(text: str, vocab: _estimate.Vocabulary) -> int:
     """An upper bound of `floor_tokens` from counts alone, the most an exact gate could use:
     every unknown ASCII word priced as random letters (1 + 0.55 per letter after the first,
-    plus its case changes: never less than the floor's price of it), every symbol and line
-    break a token (`text_bound`); known and non-ASCII words as the floor prices them."""
+    plus its case changes: never less than the floor's price of it), and a short word in
+    capitals 1 more per rare pair (the floor prices it 1 plus its rare pairs, however many),
+    every symbol and line break a token (`text_bound`); known and non-ASCII words as the floor
+    prices them."""
     _, classes, known, unknown, other, words = _estimate_floor.floor_parts(text, vocab)
     pairs = sum(map(len, unknown)) - len(unknown)
     changes = b" ".join(unknown).translate(_estimate_floor._CASES).count(b"aA")
     long = sum(len(w) >= _estimate_floor._LONG for w in unknown)
-    words_bound = len(unknown) + math.ceil(_estimate_floor._PER_LETTER * pairs) + long + changes
+    caps = b" ".join(w for w in unknown if len(w) < _estimate_floor._LONG and w.isupper())
+    rare_caps = len(vocab.rare_pairs.findall(caps.lower()))
+    words_bound = (
+        len(unknown) + math.ceil(_estimate_floor._PER_LETTER * pairs) + long + changes + rare_caps
+    )
     text_bound = _estimate_floor.text_bound(*map(classes.count, TEXT_BOUND))
     pieces = words_bound + _estimate_floor.other_tokens(other, vocab)
     pieces = max(pieces, _estimate_floor.foreign_tokens(unknown, other, words, vocab))
