@@ -147,7 +147,7 @@ WORD_LENGTH = 8
 def foreign_costs(chunks: list[corpus.Chunk]) -> str:
     """Where FOREIGN_COSTS come from: per encoding, tokens per character of the unknown words
     (each counted after a space) of the fitted European-language chunks where they are half of
-    the words or more; the floor takes the 25th percentile."""
+    the words or more; the floor takes the median."""
     rows = []
     for name in TARGETS:
         enc = tiktoken.get_encoding(name)
