@@ -29,7 +29,7 @@ from ragbudget._estimate import (
     vocabulary,
 )
 from ragbudget._estimate_data import load
-from ragbudget._estimate_floor import _CASES, clear_caches, text_bound, text_tokens
+from ragbudget._estimate_floor import _CASES, clear_caches, gap_bound, text_bound, text_tokens
 from ragbudget._estimate_text import BlockCosts
 from ragbudget.counters import EstimateCounter, TokenCounter
 
@@ -222,12 +222,13 @@ def test_floor_counts_what_pre_splitting_forces() -> None:
     for target in (DEFAULT_TARGET, *TARGETS):
         assert floor_tokens(text, vocabulary(target)) >= 100
         assert estimate_tokens(text, target) >= 100
-    # known words cost their token counts, digits a token per group of 3 in each run, a comma
-    # before a space a token; common non-ASCII characters nothing more
+    # known words cost their token counts, digits a token per group of 3 in each run and the
+    # space before them one more, a comma before a space a token; common non-ASCII characters
+    # nothing more
     vocab = vocabulary("o200k_base")
     known = sum(vocab.words[w.encode()] for w in ("für", "the", "abc"))
-    assert floor_tokens("für, the abc 1234567", vocab) == known + 1 + 3
-    assert floor_tokens("abc 1 2 3", vocab) == vocab.words[b"abc"] + 3
+    assert floor_tokens("für, the abc 1234567", vocab) == known + 1 + 1 + 3
+    assert floor_tokens("abc 1 2 3", vocab) == vocab.words[b"abc"] + 3 + 3
 
 
 @pytest.mark.parametrize("target", [DEFAULT_TARGET, *TARGETS])
@@ -289,12 +290,14 @@ SYMBOLS_AND_DIGITS = st.text(
 @settings(max_examples=300, deadline=None)
 @given(text=st.one_of(ANY_TEXT, SYMBOLS_AND_DIGITS))
 def test_text_bound_bounds_the_text_floor(text: str) -> None:
-    """The estimate skips the floor's digit, symbol and line-break passes when `text_bound` of
-    its class counts cannot exceed the linear count: the bound must hold on any text."""
+    """The estimate skips the floor's digit, symbol, gap and line-break passes when `text_bound`
+    and `gap_bound` of its class counts cannot exceed the linear count: the bound must hold on
+    any text."""
     data = text.encode("utf-8", "surrogatepass")
     classes = data.translate(_estimate._CLASSES, _estimate._CONTINUATION)
     counts = [classes.count(bytes(c, "ascii")) for c in ("0", "00", "000", ".", "-", "_", "\t")]
-    assert text_tokens(data) <= text_bound(*counts, classes.count(b"\n"))
+    gaps = gap_bound(*map(classes.count, (b"  ", b" 0", b"\t")))
+    assert text_tokens(data) <= text_bound(*counts, classes.count(b"\n")) + gaps
 
 
 @settings(max_examples=300, deadline=None)
@@ -310,11 +313,12 @@ def test_case_changes_are_counted_by_one_translate(word: bytes) -> None:
 @example(text="12\r\n\r\n345 6\n\n7")
 def test_text_floor_from_class_counts_is_the_same(text: str) -> None:
     """The estimate hands the text floor the class counts it made (digits, digit pairs and
-    triples, line breaks, blank lines): the floor counts the same with them as without."""
+    triples, line breaks, blank lines, spaces before a digit): the floor counts the same with
+    them as without."""
     data = text.encode("utf-8", "surrogatepass")
     classes = data.translate(_estimate._CLASSES, _estimate._CONTINUATION)
     c = classes.count
-    counts = (c(b"0"), c(b"00"), c(b"000"), c(b"\n"), c(b"\n\n"))
+    counts = (c(b"0"), c(b"00"), c(b"000"), c(b"\n"), c(b"\n\n"), c(b" 0"))
     assert text_tokens(data, counts) == text_tokens(data)
 
 

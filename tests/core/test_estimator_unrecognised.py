@@ -327,3 +327,25 @@ def test_macros_in_capitals_are_not_priced_as_random_letters(
     least = min(count(text) for count in exact.values())
     for target in (DEFAULT_TARGET, *TARGETS):
         assert floor_tokens(text, vocabulary(target)) <= least, target
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # glibc's locale sources: an indentation piece, ` "`, the word, `";`, `/\n`
+        '         "Apr";/\n         "May";/\n         "June"\n',
+        '{\n  "name": "value",\n  "size": 12,\n  "list": [1, 2]\n}\n',
+        '{\\n  \\"name\\": \\"value\\"\\n}',  # JSON escaped in a JSON string
+    ],
+    ids=["locale", "json", "escaped-json"],
+)
+def test_the_floor_counts_the_pieces_whitespace_and_quotes_make(
+    text: str, exact: dict[str, Callable[[str], int]]
+) -> None:
+    """The pre-splitting keeps apart a run of 2 or more spaces before a word (all but its last
+    space), a space before a digit, and a quote between a space and a word (` "`, then `Apr`);
+    a line break after a symbol joins it (`";/\\n`), and `\\"` or `</` are structure, not
+    symbol soup. On these texts of known words the floor is then the tokenizers' count; it was
+    3 a line of 5 on the first."""
+    for target in TARGETS:
+        assert floor_tokens(text, vocabulary(target)) == exact[target](text), target

@@ -43,7 +43,7 @@ from ragbudget import (  # noqa: E402
 )
 from ragbudget._estimate_text import _CLASSES, _CONTINUATION, _WORD_TABLE  # noqa: E402
 
-TEXT_COUNTS = (b"0", b"00", b"000", b"\n", b"\n\n")
+TEXT_COUNTS = (b"0", b"00", b"000", b"\n", b"\n\n", b" 0")
 TEXT_BOUND = (b"0", b"00", b"000", b".", b"-", b"_", b"\t", b"\n")  # text_bound's counts
 
 
@@ -79,7 +79,7 @@ def stages(texts: Sequence[str], o200k: Any) -> dict[str, float]:
         "floor: unknown ASCII words": _best(
             lambda ws: _estimate_floor.word_tokens(ws, vocab), ascii_words, chars
         ),
-        "floor: digits, symbols, lines": _best(
+        "floor: digits, symbols, gaps, lines": _best(
             lambda pair: _estimate_floor.text_tokens(*pair),
             list(zip(datas, counts, strict=True)),
             chars,
@@ -107,6 +107,7 @@ def floor_bound(text: str, vocab: _estimate.Vocabulary) -> int:
         len(unknown) + math.ceil(_estimate_floor._PER_LETTER * pairs) + long + changes + rare_caps
     )
     text_bound = _estimate_floor.text_bound(*map(classes.count, TEXT_BOUND))
+    text_bound += _estimate_floor.gap_bound(*map(classes.count, (b"  ", b" 0", b"\t")))
     pieces = words_bound + _estimate_floor.other_tokens(other, vocab)
     pieces = max(pieces, _estimate_floor.foreign_tokens(unknown, other, words, vocab))
     forced = known + pieces + text_bound

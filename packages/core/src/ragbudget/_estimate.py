@@ -219,8 +219,12 @@ _FEW_UNKNOWN = 16  # below one unknown word in 16, index scans beat compress()
 _TEXT_BOUND = tuple(
     ASCII_PATTERNS.index(p) for p in (b"0", b"00", b"000", b".", b"-", b"_", b"\t", b"\n")
 )
-# where text_tokens's counts are: digits, digit pairs and triples, line breaks, blank lines
-_TEXT_COUNTS = tuple(ASCII_PATTERNS.index(p) for p in (b"0", b"00", b"000", b"\n", b"\n\n"))
+# gap_bound's counts in ASCII_PATTERNS: spaces before a digit, tabs and controls
+_SPACED_DIGITS = ASCII_PATTERNS.index(b" 0")
+_CONTROLS = ASCII_PATTERNS.index(b"\t")
+# where text_tokens's counts are: digits, digit pairs and triples, line breaks, blank lines,
+# spaces before a digit
+_TEXT_COUNTS = tuple(ASCII_PATTERNS.index(p) for p in (b"0", b"00", b"000", b"\n", b"\n\n", b" 0"))
 _SOLID_CHARS = 8  # solid_floor: a token per 8 characters at most
 
 
@@ -304,9 +308,12 @@ def estimate_tokens(text: str, target: str = DEFAULT_TARGET) -> int:
     elif other:
         unknown = list(filter(bytes.isascii, unknown))
     # The floor (`floor_tokens`), computed only as far as it could exceed `raw`: the passes
-    # over digits, symbols and line breaks only when their bound from the class counts could.
+    # over digits, symbols, gaps and line breaks only when their bound from the class counts
+    # could (`text_bound`, `gap_bound`).
     forced = sum(counts) + unknown_tokens(unknown, other, len(words), m.vocab)
-    if forced + text_bound(*itemgetter(*_TEXT_BOUND)(counted)) > raw:
+    bound = forced + text_bound(*itemgetter(*_TEXT_BOUND)(counted))
+    bound += counted[_SPACED_DIGITS] + counted[_CONTROLS]  # gap_bound, but double spaces
+    if bound > raw or bound + classes.count(b"  ") > raw:
         forced += text_tokens(data, itemgetter(*_TEXT_COUNTS)(counted))
     if len(classes) > _SOLID_CHARS * raw:  # else solid_floor(classes) <= raw
         forced = max(forced, solid_floor(classes))

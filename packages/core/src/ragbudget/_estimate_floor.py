@@ -18,17 +18,23 @@ estimate never returns less:
   abbreviations such as `tfunc` and `hdlr` bring real words to 25-30%), words in capitals left
   out: an abbreviation or a macro (`METH`, `DIGESTSIZE`) has few vowels but makes whole
   tokens, and costs 1 plus its rare pairs;
-- digits cost a token per group of up to 3 in each run (how numbers are split);
+- digits cost a token per group of up to 3 in each run (how numbers are split), and a space
+  or tab before them one more (digits take no prefix: ` 12` is ` ` and `12`);
+- a run of 2 or more spaces or tabs before a letter, symbol or digit costs a token (the
+  pre-splitting makes a piece of all but its last character: indentation);
 - a run of ASCII symbols or control characters costs a token (a lone symbol only when no
-  letter follows: `, ` or `1:2`, not `.name`), or 0.66 tokens per symbol when it holds 3
-  different ones or more (symbol soup, not a rule line like `-----` nor JSON's `"},{"`);
+  letter follows, or a space comes before it: `, `, `1:2` and ` "Apr` cost one, `.name` and
+  `"Apr` none, the symbol joining the word), or 0.66 tokens per symbol when it holds 3
+  different ones or more (symbol soup; not a rule line like `-----`, nor a run of JSON's,
+  markup's or a call's structure alone: `"},{"`, `</`, `\\"`, `('`);
 - where unknown words are half of a text's words or more (a language the vocabulary lacks,
   whose common words are unknown too: Limburgish, Kabyle), they cost at least what such words
   cost per character in the corpus's European languages (`FOREIGN_COSTS`, their median: 0.439
   tokens per character for cl100k, 0.353 for o200k), when that is more than the rules above
   give them; not where the unknown ASCII words hold more than one case change per 4 words
   (`camelCase`): code's identifiers are English pieces, cheaper per character;
-- a line break costs a token (runs of blank lines one in all);
+- a line break costs a token (a run of them half as many, rounded up), but none right after a
+  symbol, which it joins (`):\n`, `",\n`);
 - a non-ASCII character no token holds alone, in words the vocabulary lacks, costs what its
   block costs in the encoding (3 for Cherokee, 4 for Shavian), at least 1; for the default
   target the larger of both encodings' sums; so does a character of a script the encoding
@@ -61,6 +67,7 @@ __all__ = [
     "floor_tokens",
     "forced_tokens",
     "foreign_tokens",
+    "gap_bound",
     "other_tokens",
     "solid_floor",
     "text_bound",
@@ -88,21 +95,27 @@ _CASES = bytes(
     ord("a") if 0x61 <= b <= 0x7A else ord("A") if 0x41 <= b <= 0x5A else 0x20 for b in range(256)
 )
 _SYMBOL = rb"[\x00-\x08\x0e-\x1f!-/:-@\[-`{-~\x7f]"
-_STRUCTURE = b'"{}[]:,'  # a run of these alone is JSON's structure (`":{"`), not soup
-# symbols -> ".", letters (and non-ASCII bytes) -> "a", line feeds stay, the rest (digits,
-# other whitespace) -> " "
+# a run of these alone is the structure of JSON, markup or a call (`":{"`, `</`, `\\"`, `('`),
+# not soup
+_STRUCTURE = b"\"{}[]:,\\<>/()'"
+# symbols -> ".", letters (and non-ASCII bytes) -> "a", digits -> "0", line feeds and spaces
+# stay, the rest (other whitespace) -> "\t"
 _SHAPES = bytes(
     ord(
         "."
         if re.fullmatch(_SYMBOL, bytes((b,)))
         else "a"
         if b >= 0x80 or chr(b).isalpha()
-        else "\n"
-        if b == 0x0A
-        else " "
+        else "0"
+        if 0x30 <= b <= 0x39
+        else chr(b)
+        if b in (0x0A, 0x20)
+        else "\t"
     )
     for b in range(256)
 )
+# ASCII whitespace but line feeds -> " ", line feeds stay, the rest -> "x"
+_GAPS = bytes(ord("\n" if b == 0x0A else " " if b in b" \t\v\f\r" else "x") for b in range(256))
 _DIGITS = bytes(byte if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
 # ASCII symbols and controls kept, the rest -> " " (split() then yields the runs of symbols)
 _SYMBOLS_KEPT = bytes(byte if _SHAPES[byte] == ord(".") else 0x20 for byte in range(256))
@@ -214,41 +227,58 @@ def clear_caches() -> None:
     _word_price.cache_clear()
 
 
-def text_tokens(data: bytes, counts: tuple[int, int, int, int, int] | None = None) -> int:
-    """What the digits, ASCII symbols and line breaks of the UTF-8 `data` cost at least.
+def text_tokens(data: bytes, counts: tuple[int, int, int, int, int, int] | None = None) -> int:
+    """What the digits, ASCII symbols, gaps and line breaks of the UTF-8 `data` cost at least.
 
-    Never more than `text_bound` of its class counts. `counts`, if given, are the counts of
-    the class n-grams `0`, `00`, `000`, `\\n` and `\\n\\n` in `data` (`_CLASSES`), which spare
-    passes where they decide alone."""
+    Never more than `text_bound` plus `gap_bound` of its class counts. `counts`, if given, are
+    the counts of the class n-grams `0`, `00`, `000`, `\\n`, `\\n\\n` and ` 0` in `data`
+    (`_CLASSES`), which spare passes where they decide alone."""
     total = 0
     if counts is not None and not counts[2]:  # digit runs of 1 or 2 only: a piece each
         total += counts[0] - counts[1]  # L - floor(L / 2) = 1 for each run
     else:  # a piece per 3 digits of each run, rounded up
         numbers = data.translate(_DIGITS).split()
         total += sum(map(floordiv, map(add, map(len, numbers), repeat(2)), repeat(3)))
+    shapes = data.translate(_SHAPES)
+    # whitespace the pre-splitting keeps apart: a run of 2 or more spaces or tabs before a
+    # letter, symbol or digit (all but its last character are a piece: `\s+(?!\S)`), and a
+    # space before a digit (digits take no prefix)
+    total += data.translate(_GAPS).count(b"  x")
+    total += shapes.count(b" 0") if counts is None else counts[5]
     runs = data.translate(_SYMBOLS_KEPT).split()  # the runs of symbols
     if runs:
         # a token each, but for the lone symbols that a letter follows (".a" ends every run a
-        # letter follows, "..a" every longer one)
-        shapes = data.translate(_SHAPES)
-        total += len(runs) - shapes.count(b".a") + shapes.count(b"..a")
+        # letter follows, "..a" every longer one): the symbol joins the word (`"Apr`), unless a
+        # space comes before it (` "` is a piece, then `Apr`); a line break that follows a run
+        # joins it (`):\n`): one less per run of line breaks that a symbol ends
+        total += len(runs) - shapes.count(b".a") + shapes.count(b"..a") + shapes.count(b" .a")
+        total -= shapes.count(b".\n")
         if b"..." in shapes:
             for run in compress(runs, map(ge, map(len, runs), repeat(_SOUP))):
                 if len(set(run)) >= 3 and run.translate(None, _STRUCTURE):
                     total += math.ceil(len(run) * _PER_SYMBOL) - 1
-    # line breaks, runs of blank lines one in all (the classes count a carriage return as one)
+    # line breaks, a run of them half as many rounded up (the classes count a carriage return
+    # as one)
     if counts is None or b"\r" in data:
         return total + data.count(b"\n") - data.count(b"\n\n")
     return total + counts[3] - counts[4]
 
 
 def text_bound(digits: int, pairs: int, triples: int, *symbols_and_breaks: int) -> int:
-    """An upper bound of `text_tokens` from counts of the character classes (`_CLASSES`):
-    digits, non-overlapping digit pairs and triples, then symbols (classes `.`, `-`, `_` and
-    controls) and line breaks. A run of L digits makes ceil(L / 3) <= floor(L / 3) + L -
-    floor(L / 2) pieces; a run of symbols at most one token per symbol (0.66 in soup); a line
-    break at most one."""
+    """With `gap_bound`, an upper bound of `text_tokens` from counts of the character classes
+    (`_CLASSES`): digits, non-overlapping digit pairs and triples, then symbols (classes `.`,
+    `-`, `_` and controls) and line breaks. A run of L digits makes ceil(L / 3) <= floor(L / 3)
+    + L - floor(L / 2) pieces; a run of symbols at most one token per symbol (0.66 in soup); a
+    line break at most one."""
     return digits - pairs + triples + sum(symbols_and_breaks)
+
+
+def gap_bound(double_spaces: int, spaced_digits: int, controls: int) -> int:
+    """An upper bound of the whitespace pieces `text_tokens` counts, from class counts: the
+    non-overlapping double spaces, the spaces before a digit and the tabs and controls (a run of
+    2 or more whitespace characters holds a double space or another one: a tab, a vertical tab,
+    a form feed or a carriage return, which the classes count with the controls)."""
+    return double_spaces + spaced_digits + controls
 
 
 def forced_tokens(
