@@ -349,3 +349,22 @@ def test_the_floor_counts_the_pieces_whitespace_and_quotes_make(
     3 a line of 5 on the first."""
     for target in TARGETS:
         assert floor_tokens(text, vocabulary(target)) == exact[target](text), target
+
+
+def test_names_with_few_vowels_but_no_rare_pairs_are_words(
+    exact: dict[str, Callable[[str], int]],
+) -> None:
+    """A shell script's names (`bashrc`, `pexpect`, `systemwide`) have fewer than 25% vowels
+    taken together, but hardly a rare letter pair: priced as random letters they put the
+    floor 27% above the tokenizers (109 against 86). Few vowels count only with a rare pair in
+    one position of 10."""
+    text = (
+        "# Different platforms have different names for the systemwide bashrc\n"
+        "if [[ -f /etc/bashrc ]]; then\n  source /etc/bashrc\nfi\n"
+        "if [[ -f /etc/bash.bashrc ]]; then\n  source /etc/bash.bashrc\nfi\n"
+        "if [[ -f ~/.bashrc ]]; then\n  source ~/.bashrc\nfi\n\n"
+        "# Reset PS1 so pexpect can find it\n"
+    )
+    least = min(count(text) for count in exact.values())
+    for target in (DEFAULT_TARGET, *TARGETS):
+        assert floor_tokens(text, vocabulary(target)) <= least, target

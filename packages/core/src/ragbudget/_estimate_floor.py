@@ -14,8 +14,10 @@ estimate never returns less:
   position of five, fewer than 30% vowels, or 3 times as many letters as distinct ones, as in
   `ACGTTGCA`) costs 1 plus 0.55 tokens per letter after the first, what random letters cost;
   so do the shorter unknown words of a text when, taken together, they do not look like
-  words (the same rare pair share, or fewer than 25% vowels: random letters hold 19%, code's
-  abbreviations such as `tfunc` and `hdlr` bring real words to 25-30%), words in capitals left
+  words (the same rare pair share, or fewer than 25% vowels with a rare pair in one position
+  of 10: random letters hold 19% vowels and 39% rare pairs, code's abbreviations such as
+  `tfunc` and `hdlr` bring real words to 25-30% vowels, tool names such as `jcmd` lower still
+  but with few rare pairs), words in capitals left
   out: an abbreviation or a macro (`METH`, `DIGESTSIZE`) has few vowels but makes whole
   tokens, and costs 1 plus its rare pairs;
 - digits cost a token per group of up to 3 in each run (how numbers are split), and a space
@@ -86,6 +88,9 @@ _VOWEL_SHARE = 0.3  # fewer vowels than this share of the letters: not a word
 # ... for the short unknown words taken together: random letters hold 19% vowels, code's short
 # abbreviations and names (`tfunc`, `hdlr`, `Stacks`) bring real words down to 25-30%
 _GROUP_VOWEL_SHARE = 0.25
+# ... when a rare pair is in one position of 10 or more too: abbreviations and tool names with
+# few vowels (`jcmd`, `hdlr`) hold few rare pairs, random letters 39%
+_SOME_RARE = 10
 _FEW_LETTERS = 3  # 3 times as many letters as distinct ones: a sequence
 _PER_LETTER = 0.55  # tokens per letter of random letters (cl100k: 1.85 letters per token)
 _PER_SYMBOL = 0.66  # tokens per symbol of symbol soup (cl100k: 1.55 symbols per token)
@@ -187,7 +192,8 @@ def word_tokens(unknown: Sequence[bytes], vocab: Vocabulary) -> int:
         letters = pairs + len(short)
         rare = len(vocab.rare_pairs.findall(joined.lower()))
         vowels = letters + len(short) - 1 - len(joined.translate(None, _VOWELS))
-        if rare * _RARE_SHARE >= pairs or vowels < _GROUP_VOWEL_SHARE * letters:  # not words
+        few_vowels = vowels < _GROUP_VOWEL_SHARE * letters and rare * _SOME_RARE >= pairs
+        if rare * _RARE_SHARE >= pairs or few_vowels:  # not words
             rare = math.ceil(pairs * _PER_LETTER)
         total += len(short) + rare + joined.translate(_CASES).count(b"aA")
     if len(short) + len(caps) < len(unknown):
