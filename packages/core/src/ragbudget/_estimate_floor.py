@@ -47,9 +47,9 @@ estimate never returns less:
   punctuation left out, as rule lines and indentation make long tokens), and at least 1.
 
 On held-out natural text this count exceeds the linear model's on up to an eighth of the
-chunks of an ASCII family (code 11%, JSON 12%) and on 42% of those of other scripts, and lowers the
-99th-percentile under-count where it does (code: 9.6% to 5.1% against cl100k); measured by
-`tools/estimator/stages.py --floor` (docs/estimator.md).
+chunks of an ASCII family (code 12%, JSON 13%, prose 12%) and on 45% of those of other
+scripts, and lowers the 99th-percentile under-count where it does (code: 9.6% to 4.5% against
+cl100k); measured by `tools/estimator/stages.py --floor` (docs/estimator.md).
 """
 
 from __future__ import annotations
