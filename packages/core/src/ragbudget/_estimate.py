@@ -50,6 +50,7 @@ from ragbudget._estimate_data import load
 from ragbudget._estimate_floor import (
     clear_caches,
     floor_tokens,
+    gap_bound,
     solid_floor,
     text_bound,
     text_tokens,
@@ -312,8 +313,11 @@ def estimate_tokens(text: str, target: str = DEFAULT_TARGET) -> int:
     # could (`text_bound`, `gap_bound`).
     forced = sum(counts) + unknown_tokens(unknown, other, len(words), m.vocab)
     bound = forced + text_bound(*itemgetter(*_TEXT_BOUND)(counted))
-    bound += counted[_SPACED_DIGITS] + counted[_CONTROLS]  # gap_bound, but double spaces
-    if bound > raw or bound + classes.count(b"  ") > raw:
+    spaced, controls = counted[_SPACED_DIGITS], counted[_CONTROLS]
+    # the pass counting double spaces only where the rest of the bound is not already over
+    if bound + gap_bound(0, spaced, controls) > raw or (
+        bound + gap_bound(classes.count(b"  "), spaced, controls) > raw
+    ):
         forced += text_tokens(data, itemgetter(*_TEXT_COUNTS)(counted))
     if len(classes) > _SOLID_CHARS * raw:  # else solid_floor(classes) <= raw
         forced = max(forced, solid_floor(classes))

@@ -281,9 +281,10 @@ def text_bound(digits: int, pairs: int, triples: int, *symbols_and_breaks: int) 
 
 def gap_bound(double_spaces: int, spaced_digits: int, controls: int) -> int:
     """An upper bound of the whitespace pieces `text_tokens` counts, from class counts: the
-    non-overlapping double spaces, the spaces before a digit and the tabs and controls (a run of
-    2 or more whitespace characters holds a double space or another one: a tab, a vertical tab,
-    a form feed or a carriage return, which the classes count with the controls)."""
+    non-overlapping double spaces, the spaces before a digit and the tabs and controls. A run
+    of 2 or more whitespace characters holds a double space, or a tab, vertical tab or form
+    feed (which the classes count with the controls), or a carriage return (which they count
+    with the line breaks in `text_bound`, and `text_tokens` does not count as one)."""
     return double_spaces + spaced_digits + controls
 
 
