@@ -43,8 +43,9 @@ from ragbudget import (  # noqa: E402
 )
 from ragbudget._estimate_text import _CLASSES, _CONTINUATION, _WORD_TABLE  # noqa: E402
 
-TEXT_COUNTS = (b"0", b"00", b"000", b"\n", b"\n\n", b" 0")
-TEXT_BOUND = (b"0", b"00", b"000", b".", b"-", b"_", b"\t", b"\n")  # text_bound's counts
+# the class n-grams the estimate hands text_tokens and text_bound (the estimate's own lists)
+TEXT_COUNTS = tuple(_estimate.ASCII_PATTERNS[i] for i in _estimate._TEXT_COUNTS)
+TEXT_BOUND = tuple(_estimate.ASCII_PATTERNS[i] for i in _estimate._TEXT_BOUND)
 
 
 def _best(stage: Callable[[Any], object], inputs: Sequence[Any], chars: int) -> float:
