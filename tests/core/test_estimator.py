@@ -249,6 +249,19 @@ def test_no_character_class_lowers_the_estimate(target: str) -> None:
         assert abs(weights[block]) < 2, (block, weights[block])
 
 
+@pytest.mark.parametrize("target", [DEFAULT_TARGET, *TARGETS])
+def test_a_mark_joined_to_a_word_costs_less_than_one_alone(target: str) -> None:
+    """The tokenizers' pre-splitting joins a punctuation mark to the lowercase word after it
+    (`.name`, `/usr`, `(self`): the class n-gram `.a` counts those marks, and the fit gives it a
+    weight below zero that leaves such a mark still costing something."""
+    weights = dict(zip(load().feature_names, load().weights[target], strict=True))
+    assert weights[".a"] < 0 < weights["."] + weights[".a"]
+    row = dict(
+        zip(FEATURE_NAMES, features("self.name /usr (x) -v .Z", vocabulary(target)), strict=True)
+    )
+    assert row[".a"] == 3  # `.n`, `/u`, `(x`: not `-v` (class `-`) nor `.Z` (a capital)
+
+
 def _feature_model(text: str, target: str) -> tuple[float, int]:
     """The documented model: ceil(features . weights), clamped to [floor_tokens, UTF-8
     length] (`floor_tokens` counts unrecognised text: see test_estimator_unrecognised.py)."""

@@ -6,7 +6,8 @@ is unknown and long):
 1. Character classes. The text is UTF-8 encoded and `bytes.translate` maps every character to
    one class byte (see `ragbudget._estimate_text`). `bytes.count` of a few class n-grams then
    measures what a byte-pair tokenizer reacts to beyond words: digit groups (`000`),
-   punctuation, whitespace runs and indentation, line breaks; the script classes are counted
+   punctuation (and a mark before a lowercase letter, which joins the word: `.name`),
+   whitespace runs and indentation, line breaks; the script classes are counted
    on the non-ASCII classes alone (a short string unless the text is mostly non-ASCII).
 2. Words. ASCII non-letters become spaces and `bytes.split` yields the words. The vocabulary
    holds the most frequent words of the calibration corpus found in 3 of its origins (up to

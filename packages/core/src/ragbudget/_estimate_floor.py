@@ -46,9 +46,9 @@ estimate never returns less:
 - and in any case a token per 8 letters, digits or non-ASCII characters (whitespace and
   punctuation left out, as rule lines and indentation make long tokens), and at least 1.
 
-On held-out natural text this count exceeds the linear model's on up to an eighth of the
-chunks of an ASCII family (code 12%, JSON 13%, prose 12%) and on 45% of those of other
-scripts, and lowers the 99th-percentile under-count where it does (code: 9.6% to 4.5% against
+On held-out natural text this count exceeds the linear model's on up to a seventh of the
+chunks of an ASCII family (code 10%, JSON 14%, prose 10%) and on 27% of those of other
+scripts, and lowers the 99th-percentile under-count where it does (code: 8.9% to 4.3% against
 cl100k); measured by `tools/estimator/stages.py --floor` (docs/estimator.md).
 """
 

@@ -107,13 +107,16 @@ def _pattern(spec: str) -> bytes:
 
 
 # Class n-grams (`~s` space, `~n` newline, `~t` tab or control); `~s~s~s~s` counts the sum of
-# floor(len / 4) over runs of spaces. Few, because every count is one pass.
+# floor(len / 4) over runs of spaces; `.a` a punctuation mark before a lowercase letter, which
+# the tokenizers' pre-splitting joins to the word (`.name`, `/usr`, `(self`). Few, because every
+# count is one pass.
 ASCII_PATTERNS: tuple[bytes, ...] = tuple(
     map(
         _pattern,
         (
             *("A", "0", "_", "-", ".", "00", "000", "..", "--"),
-            *("~s~s~s~s", "~s~s~s~s~s~s~s~s", "~s0", "~s.", "~n", "~n~n", "~n~s", ".~n", "~t"),
+            *("~s~s~s~s", "~s~s~s~s~s~s~s~s", "~s0", "~s.", "~n"),
+            *("~n~n", "~n~s", ".~n", "~t", ".a"),
         ),
     )
 )
