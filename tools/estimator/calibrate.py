@@ -81,9 +81,9 @@ def write_tables(
     weights: dict[str, object] | None = None,
     weak: dict[str, str] | None = None,
 ) -> None:
-    """Write the data file with new rare letter pairs and block costs; the words, their token
-    counts, the weights and the weak letters (a feature the weights were fitted with) are the
-    ones given, or the shipped ones (`--tables`)."""
+    """Write the data file with new rare letter pairs, block costs and symbol runs; the words,
+    their token counts, the weights and the weak letters (a feature the weights were fitted
+    with) are the ones given, or the shipped ones (`--tables`)."""
     global _estimate
     data = _estimate_data.load()
     if words is None or vocab is None or weights is None or weak is None:
@@ -95,7 +95,8 @@ def write_tables(
     pairs = fit.rare_pairs(chunks)
     blocks = {name: fit.block_costs(enc) for name, enc in encs.items()}
     spelled = {name: fit.spelled_chars(enc) for name, enc in encs.items()}
-    fit.write_data(words, vocab, weights, pairs, blocks, spelled, weak)  # type: ignore[arg-type]
+    runs = {name: fit.symbol_runs(enc) for name, enc in encs.items()}
+    fit.write_data(words, vocab, weights, pairs, blocks, spelled, weak, runs)  # type: ignore[arg-type]
     _estimate_data.load.cache_clear()
     importlib.reload(importlib.import_module("ragbudget._estimate_text"))
     importlib.reload(importlib.import_module("ragbudget._estimate_floor"))

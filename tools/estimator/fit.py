@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 from corpus import FAMILIES, Chunk
 from origin import origin
-from ragbudget import _estimate
+from ragbudget import _estimate, _estimate_floor
 
 DATA_FILE = Path(_estimate.__file__).with_name("_estimate_data.json")
 VOCAB_WORDS = 32000
@@ -397,6 +397,15 @@ def weak_by_target(
     return out
 
 
+def symbol_runs(encoding: Any) -> str:
+    """The runs of 2 or more ASCII symbols (those of the floor's symbol runs) that a token of
+    `encoding` holds whole, with at most whitespace around them (the pre-splitting makes a
+    piece of a run with a space before it and line breaks after it: ` [<`, `>]\\n`),
+    space-separated. A run of symbols that no token holds whole is 2 tokens at least."""
+    run = re.compile(_estimate_floor._SYMBOL.decode() + "{2,}")
+    return " ".join(sorted({text for text in token_texts(encoding) if run.fullmatch(text)}))
+
+
 def write_data(
     words: list[str],
     vocab: dict[str, tuple[list[int], str]],
@@ -405,6 +414,7 @@ def write_data(
     blocks: dict[str, dict[str, int]],
     spelled: dict[str, str],
     weak: dict[str, str],
+    runs: dict[str, str],
     path: Path = DATA_FILE,
 ) -> None:
     """Write the package data file that `ragbudget._estimate_data.load` reads."""
@@ -418,5 +428,6 @@ def write_data(
         "char_costs": blocks,
         "spelled": spelled,
         "weak": weak,
+        "symbol_runs": runs,
     }
     path.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")

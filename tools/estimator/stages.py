@@ -81,7 +81,7 @@ def stages(texts: Sequence[str], o200k: Any) -> dict[str, float]:
             lambda ws: _estimate_floor.word_tokens(ws, vocab), ascii_words, chars
         ),
         "floor: digits, symbols, gaps, lines": _best(
-            lambda pair: _estimate_floor.text_tokens(*pair),
+            lambda pair: _estimate_floor.text_tokens(pair[0], vocab.symbol_runs, pair[1]),
             list(zip(datas, counts, strict=True)),
             chars,
         ),

@@ -319,7 +319,7 @@ def estimate_tokens(text: str, target: str = DEFAULT_TARGET) -> int:
     if bound + gap_bound(0, spaced, controls) > raw or (
         bound + gap_bound(classes.count(b"  "), spaced, controls) > raw
     ):
-        forced += text_tokens(data, itemgetter(*_TEXT_COUNTS)(counted))
+        forced += text_tokens(data, m.vocab.symbol_runs, itemgetter(*_TEXT_COUNTS)(counted))
     if len(classes) > _SOLID_CHARS * raw:  # else solid_floor(classes) <= raw
         forced = max(forced, solid_floor(classes))
     return min(max(raw, forced), size)

@@ -28,7 +28,11 @@ estimate never returns less:
   letter follows, or a space comes before it: `, `, `1:2` and ` "Apr` cost one, `.name` and
   `"Apr` none, the symbol joining the word), or 0.66 tokens per symbol when it holds 3
   different ones or more (symbol soup; not a rule line like `-----`, nor a run of JSON's,
-  markup's or a call's structure alone: `"},{"`, `</`, `\\"`, `('`);
+  markup's or a call's structure alone: `"},{"`, `</`, `\\"`, `('`); a run of 2 or more
+  that no token of the encoding holds whole (with at most a space before it and line breaks
+  after it, as the pre-splitting cuts it) costs 2 at least, read from the encodings'
+  vocabularies, not fitted: o200k holds ` [<` in no token, so git's `[<options>]` costs 2
+  there, not 1;
 - where unknown words are half of a text's words or more (a language the vocabulary lacks,
   whose common words are unknown too: Limburgish, Kabyle), they cost at least what such words
   cost per character in the corpus's European languages (`FOREIGN_COSTS`, their median: 0.439
@@ -233,8 +237,12 @@ def clear_caches() -> None:
     _word_price.cache_clear()
 
 
-def text_tokens(data: bytes, counts: tuple[int, int, int, int, int, int] | None = None) -> int:
-    """What the digits, ASCII symbols, gaps and line breaks of the UTF-8 `data` cost at least.
+def text_tokens(
+    data: bytes, whole: frozenset[bytes], counts: tuple[int, int, int, int, int, int] | None = None
+) -> int:
+    """What the digits, ASCII symbols, gaps and line breaks of the UTF-8 `data` cost at least;
+    `whole`: the runs of symbols that the encodings hold whole in one token
+    (`Vocabulary.symbol_runs`: every lone symbol, and runs of 2 or more that their tokens hold).
 
     Never more than `text_bound` plus `gap_bound` of its class counts. `counts`, if given, are
     the counts of the class n-grams `0`, `00`, `000`, `\\n`, `\\n\\n` and ` 0` in `data`
@@ -259,10 +267,15 @@ def text_tokens(data: bytes, counts: tuple[int, int, int, int, int, int] | None 
         # joins it (`):\n`): one less per run of line breaks that a symbol ends
         total += len(runs) - shapes.count(b".a") + shapes.count(b"..a") + shapes.count(b" .a")
         total -= shapes.count(b".\n")
-        if b"..." in shapes:
-            for run in compress(runs, map(ge, map(len, runs), repeat(_SOUP))):
-                if len(set(run)) >= 3 and run.translate(None, _STRUCTURE):
-                    total += math.ceil(len(run) * _PER_SYMBOL) - 1
+        if b".." in shapes:
+            # a run of 2 or more is a piece of its own (with a space before it and line breaks
+            # after it: ` [<`, `>]\n`), 2 tokens at least where no token holds it whole (a
+            # lone symbol is a token: `whole` holds them all)
+            total += len(runs) - sum(map(whole.__contains__, runs))
+            if b"..." in shapes:
+                for run in compress(runs, map(ge, map(len, runs), repeat(_SOUP))):
+                    if len(set(run)) >= 3 and run.translate(None, _STRUCTURE):
+                        total += math.ceil(len(run) * _PER_SYMBOL) - 1 - (run not in whole)
     # line breaks, a run of them half as many rounded up (the classes count a carriage return
     # as one)
     if counts is None or b"\r" in data:
@@ -299,7 +312,8 @@ def forced_tokens(
     """The piece-by-piece count of `floor_tokens`, from the UTF-8 `data`, the sum of the token
     counts of its known words, its unknown ASCII words, its unknown non-ASCII words and the
     number of its words."""
-    return known_tokens + unknown_tokens(unknown, other, words, vocab) + text_tokens(data)
+    pieces = text_tokens(data, vocab.symbol_runs)
+    return known_tokens + unknown_tokens(unknown, other, words, vocab) + pieces
 
 
 def floor_parts(

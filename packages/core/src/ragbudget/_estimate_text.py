@@ -205,6 +205,15 @@ def _pairs_pattern(pairs: str) -> re.Pattern[bytes]:
     return re.compile("|".join(alternatives or ["(?!)"]).encode())
 
 
+def _common_runs(per_encoding: Iterable[str]) -> frozenset[bytes]:
+    """The runs of 2 or more ASCII symbols that every encoding holds whole (space-separated
+    lists, one per encoding), and every lone ASCII symbol or control (a byte-level tokenizer
+    holds each byte)."""
+    sets = [set(runs.encode().split(b" ")) - {b""} for runs in per_encoding]
+    lone = {bytes((byte,)) for byte in range(0x80) if not chr(byte).isalnum() and byte != 0x20}
+    return frozenset(set.intersection(*sets) | lone) if sets else frozenset(lone)
+
+
 def _block_costs(runs: dict[str, int]) -> dict[bytes, int]:
     """UTF-8 block prefix (all bytes but the last: 64 code points) -> what its characters that
     are not single tokens cost, from runs of blocks (`EstimateData.char_costs`)."""
@@ -329,6 +338,10 @@ class Vocabulary:
     foreign: float = 0.0
     """Tokens per character that unknown words cost at least where they are half of a text's
     words or more (`FOREIGN_COSTS`, the most of any encoding covered)."""
+    symbol_runs: frozenset[bytes] = frozenset()
+    """Runs of ASCII symbols that a token of every encoding covered holds whole: every lone
+    symbol, and the runs of 2 or more that their tokens hold; any other run is 2 tokens at
+    least (for the floor)."""
 
     @classmethod
     def build(
@@ -343,6 +356,7 @@ class Vocabulary:
         floor_spelled: Iterable[str] = (),
         weak: str = "",
         foreign: float = 0.0,
+        symbol_runs: Iterable[str] = (),
     ) -> Vocabulary:
         """`single`: the non-ASCII characters that are single tokens (for the rare-character
         features); `floor_singles`: the same per encoding for the floor (default: `single`);
@@ -350,7 +364,8 @@ class Vocabulary:
         `rare_pairs`: `EstimateData.rare_pairs`; `floor_spelled`: `EstimateData.spelled`;
         `weak`: the letters of `single` that few longer tokens hold (`EstimateData.weak`;
         others are ignored: a character that is not a single token is rare, not weak);
-        `foreign`: see the field."""
+        `foreign`: see the field; `symbol_runs`: `EstimateData.symbol_runs` of each encoding
+        covered."""
         table = {w.encode(): n for w, n in zip(words, tokens, strict=True)}
         floors = tuple(map(_singles_pattern, floor_singles or (single,)))
         costs = tuple(BlockCosts.build(_block_costs(c)) for c in floor_costs) or tuple(
@@ -373,6 +388,7 @@ class Vocabulary:
             _classes_of(weak),
             _classes_of("".join(spelled_chars)),
             foreign,
+            _common_runs(symbol_runs),
         )
 
 
@@ -397,6 +413,7 @@ def vocabulary(target: str) -> Vocabulary:
         floor_spelled=[data.spelled.get(t, "") for t in covered],
         weak=data.weak.get(target, ""),
         foreign=max(FOREIGN_COSTS[t] for t in covered),
+        symbol_runs=[data.symbol_runs.get(t, "") for t in covered],
     )
 
 
