@@ -270,8 +270,9 @@ def text_tokens(
         if b".." in shapes:
             # a run of 2 or more is a piece of its own (with a space before it and line breaks
             # after it: ` [<`, `>]\n`), 2 tokens at least where no token holds it whole (a
-            # lone symbol is a token: `whole` holds them all)
-            total += len(runs) - sum(map(whole.__contains__, runs))
+            # lone symbol is a token: `whole` holds them all); one C-level pass where all are
+            if not whole.issuperset(runs):
+                total += len(runs) - sum(map(whole.__contains__, runs))
             if b"..." in shapes:
                 for run in compress(runs, map(ge, map(len, runs), repeat(_SOUP))):
                     if len(set(run)) >= 3 and run.translate(None, _STRUCTURE):
