@@ -207,10 +207,10 @@ def _pairs_pattern(pairs: str) -> re.Pattern[bytes]:
 
 def _common_runs(per_encoding: Iterable[str]) -> frozenset[bytes]:
     """The runs of 2 or more ASCII symbols that every encoding holds whole (space-separated
-    lists, one per encoding), and every lone ASCII symbol or control (a byte-level tokenizer
-    holds each byte)."""
+    lists, one per encoding), and every single ASCII byte (a byte-level tokenizer holds each,
+    so a lone symbol is a token)."""
     sets = [set(runs.encode().split(b" ")) - {b""} for runs in per_encoding]
-    lone = {bytes((byte,)) for byte in range(0x80) if not chr(byte).isalnum() and byte != 0x20}
+    lone = {bytes((byte,)) for byte in range(0x80)}
     return frozenset(set.intersection(*sets) | lone) if sets else frozenset(lone)
 
 
