@@ -145,6 +145,24 @@ def test_weak_letters_are_read_from_the_encoding() -> None:
     assert not weak & set("аеиопрст")
 
 
+@pytest.mark.parametrize("encoding", ["cl100k_base", "o200k_base"])
+def test_the_shipped_symbol_runs_are_read_from_the_encoding(encoding: str) -> None:
+    """The floor prices a run of symbols that no token holds whole at 2 tokens: the runs the
+    data file holds must be the encoding's own (`--tables` rewrites them), 2 symbols or more
+    each. o200k holds git's ` [<` in no token, cl100k does."""
+    import tiktoken
+    from ragbudget import use_bundled_tiktoken_files
+    from ragbudget._estimate_data import load
+
+    use_bundled_tiktoken_files()
+    shipped = load().symbol_runs[encoding]
+    assert shipped == fit.symbol_runs(tiktoken.get_encoding(encoding))
+    runs = shipped.split(" ")
+    assert all(len(run) >= 2 and not any(c.isalnum() or c.isspace() for c in run) for run in runs)
+    assert ("[<" in runs) == (encoding == "cl100k_base")
+    assert {"),", '":'} <= set(runs)
+
+
 def test_weak_letters_are_counted_apart_from_the_rare() -> None:
     """A weak letter leaves the single-token runs and is counted as `weak`, not as `rare`."""
     from ragbudget._estimate import Vocabulary, features
