@@ -13,7 +13,6 @@ fewer than 10 chunks on this machine is left out.
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import random
 import sys
@@ -87,14 +86,7 @@ def table() -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--docs", action="store_true", help="write the table into the docs")
-    args = parser.parse_args()
-    out = table()
-    print(out)
-    if args.docs:
-        report.replace_block(DOCS, "audit-table", out)
-    return 0
+    return report.table_main(__doc__.splitlines()[0], table, DOCS, "audit-table")
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 import statistics
 import time
@@ -121,6 +122,19 @@ def replace_block(readme: Path, mark: str, body: str) -> None:
     if not pattern.search(text):
         raise SystemExit(f"{readme} has no {start} ... {end} block")
     readme.write_text(pattern.sub(lambda _: f"{start}\n{body}\n{end}", text), encoding="utf-8")
+
+
+def table_main(description: str, table: Callable[[], str], docs: Path, mark: str) -> int:
+    """A table tool's command line: print `table()`; with `--docs`, also write it into the
+    `mark` block of `docs`."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--docs", action="store_true", help="write the table into the docs")
+    args = parser.parse_args()
+    out = table()
+    print(out)
+    if args.docs:
+        replace_block(docs, mark, out)
+    return 0
 
 
 def speed_table(
