@@ -129,6 +129,19 @@ def test_fit_message_cuts_to_the_budget(exact_counter: TokenCounter) -> None:
         assert not cut or cut.endswith("…")
 
 
+async def test_a_budget_too_small_for_a_word_of_the_error_says_which_budget_shows_it(
+    server: Any, small_source: str, exact_counter: TokenCounter
+) -> None:
+    past = {"source": small_source, "offset": 100_000}
+    message = await _error(server, "read_document", {**past, "max_tokens": 1})
+    # not an empty or `…` error: the budget that shows the message whole
+    assert message.startswith("max_tokens=1 cannot hold this error's message"), message
+    needed = int(message.rsplit(BUDGET_ADVICE, 1)[1])
+    message = await _error(server, "read_document", {**past, "max_tokens": needed})
+    assert message.startswith("offset 100000 is past the end"), message
+    assert exact_counter.count(message) <= needed
+
+
 sources = st.one_of(
     st.text(min_size=1, max_size=300),
     st.text(alphabet="~/.\x00ab", min_size=1, max_size=30),

@@ -34,9 +34,18 @@ def refuse(
     With `budget` and `counter`, the message is cut to fit `budget` tokens: every answer of a
     budgeted tool, errors included, stays within the call's (clamped) `max_tokens`. The one
     exception is the error saying that `budget` is below the smallest answer the call can
-    have: it is whole, since the budget it advises is the point.
+    have: it is whole, since the budget it advises is the point. So is the error a budget too
+    small to hold a word of the message gets (`max_tokens=1` and an `offset` past the end):
+    it says which budget shows the message whole, rather than an empty or `…` error.
     """
     message = str(exc)
     if budget is not None and counter is not None and BUDGET_ADVICE not in message:
-        message = fit_message(message, budget, counter)
+        cut = fit_message(message, budget, counter)
+        if cut in ("", ELLIPSIS):
+            whole = counter.count(message)
+            cut = (
+                f"max_tokens={budget} cannot hold this error's message ({whole} tokens); "
+                f"{BUDGET_ADVICE} {whole}"
+            )
+        message = cut
     return ToolError(message, log_level=logging.WARNING)
