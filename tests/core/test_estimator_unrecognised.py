@@ -37,6 +37,7 @@ from ragbudget._estimate_floor import (
     floor_tokens,
     foreign_tokens,
     other_tokens,
+    soup_tokens,
     word_tokens,
 )
 from ragbudget._estimate_text import FOREIGN_COSTS
@@ -389,3 +390,22 @@ def test_names_with_few_vowels_but_no_rare_pairs_are_words(
     least = min(count(text) for count in exact.values())
     for target in (DEFAULT_TARGET, *TARGETS):
         assert floor_tokens(text, vocabulary(target)) <= least, target
+
+
+def test_a_rule_line_in_symbol_soup_costs_its_long_tokens(
+    exact: dict[str, Callable[[str], int]],
+) -> None:
+    """LLVM's file banners (`//===---...---===//`) hold 3 different symbols, so the floor
+    priced them as symbol soup, 0.66 tokens a symbol: 115 tokens for this text, which both
+    encodings make 15-17 of (the 70 dashes are one token), and LLVM's headers were
+    over-counted 3-4x wherever a banner was most of a chunk. A repeat of 4 or more of one
+    symbol in a run now costs the pieces of the longest repeats the encodings hold (25 here:
+    `//` and `===` are still priced as soup); real soup is priced as before."""
+    banner = "//===" + "-" * 70 + "===//\n"
+    text = banner + "//\n// Part of the LLVM Project.\n//\n" + banner
+    least = min(count(text) for count in exact.values())
+    for target in (DEFAULT_TARGET, *TARGETS):
+        assert floor_tokens(text, vocabulary(target)) <= 2 * least, target
+    soup = "!@#$%^&*()" * 3
+    assert soup_tokens(soup.encode(), vocabulary(DEFAULT_TARGET).symbol_runs) == 20
+    assert soup_tokens(b"$$$$%%%%^^^^", vocabulary(DEFAULT_TARGET).symbol_runs) == 3
