@@ -6,7 +6,8 @@
 The files are those of `tests/mcp/test_estimate_server.py` (generated the same way, from the
 same seeds): a store built at its defaults (the estimate counter, the offline embedding), then
 one `read_document` per file at `max_tokens=25000` through fastmcp's in-memory client, each
-page counted by tiktoken. The test checks that every page fits; this prints how full it is.
+page counted by tiktoken. The test checks that every page fits; this prints how full it is,
+and what the same read sends from a store counted with `chars:4` (`len // 4`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from test_estimate_server import FILES  # noqa: E402
 
 DOCS = ROOT / "docs" / "estimator.md"
 ASK = 25_000
+COUNTERS = ("estimate", "chars:4")  # the default, and the old `len // 4`
 
 
 async def _pages(db: Path, folder: Path) -> dict[str, tuple[str, int]]:
@@ -48,26 +50,32 @@ async def _pages(db: Path, folder: Path) -> dict[str, tuple[str, int]]:
 def table() -> str:
     use_bundled_tiktoken_files()
     counters = [get_counter(f"tiktoken:{e}") for e in ("cl100k_base", "o200k_base")]
+    pages = {}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         for name, make in FILES.items():
             (folder / name).write_text(make(random.Random(name)), encoding="utf-8")
-        store = DocumentStore(path=folder / "db")  # the defaults
-        store.ingest(sorted(folder / name for name in FILES))
-        store.close()
-        pages = asyncio.run(_pages(folder / "db", folder))
+        for counter in COUNTERS:
+            db = folder / f"db-{counter}"
+            store = DocumentStore(path=db, counter=counter)  # else the defaults
+            store.ingest(sorted(folder / name for name in FILES))
+            store.close()
+            pages[counter] = asyncio.run(_pages(db, folder))
     rows = [
         "| file (generated) | characters | cl100k tokens | o200k tokens "
-        "| the server's count (estimate + 10%) |",
-        "|---|---|---|---|---|",
+        "| the server's count (estimate + 10%) | with `chars:4`: cl100k tokens |",
+        "|---|---|---|---|---|---|",
     ]
-    for name, (text, own) in pages.items():
+    for name, (text, own) in pages["estimate"].items():
         real = " | ".join(f"{c.count(text):,}" for c in counters)
-        rows.append(f"| `{name}` | {len(FILES[name](random.Random(name))):,} | {real} | {own:,} |")
+        old = counters[0].count(pages["chars:4"][name][0])
+        size = len(FILES[name](random.Random(name)))
+        rows.append(f"| `{name}` | {size:,} | {real} | {own:,} | {old:,} |")
     return (
         f"One page of each file at `max_tokens={ASK}` from the default server (clamped to its "
-        "14,500-token ceiling), measured by `python tools/estimator/pages.py`:\n\n"
-        + "\n".join(rows)
+        "14,500-token ceiling), and from a server over a store counted with `chars:4` (the "
+        "`len // 4` the project began with), measured by `python tools/estimator/pages.py`:"
+        "\n\n" + "\n".join(rows)
     )
 
 
