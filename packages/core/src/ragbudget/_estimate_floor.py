@@ -326,10 +326,11 @@ def soup_tokens(run: bytes, whole: frozenset[bytes]) -> int:
     that `whole` holds make of it, taken greedily, as a tokenizer merges them."""
     short = len(run)
     pieces = 0
+    repeats = _repeats(whole)
     for found in _REPEATED.finditer(run):
         size = found.end() - found.start()
         short -= size
-        for held in _repeats(whole)[run[found.start()]]:
+        for held in repeats[run[found.start()]]:
             pieces += size // held
             size %= held
     return math.ceil(short * _PER_SYMBOL) + pieces
