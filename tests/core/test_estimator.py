@@ -28,9 +28,9 @@ from ragbudget._estimate import (
     floor_tokens,
     vocabulary,
 )
+from ragbudget._estimate_blocks import BlockCosts
 from ragbudget._estimate_data import load
 from ragbudget._estimate_floor import _CASES, clear_caches, gap_bound, text_bound, text_tokens
-from ragbudget._estimate_text import BlockCosts
 from ragbudget.counters import EstimateCounter, TokenCounter
 
 SAMPLE = Path(__file__).parent / "data" / "estimator_sample.json.gz"

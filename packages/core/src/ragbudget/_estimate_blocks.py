@@ -1,0 +1,115 @@
+"""What the characters that no token holds alone cost, by UTF-8 block (for the floor).
+
+Read from `EstimateData.char_costs` (measured on each encoding's vocabulary by
+`tools/estimator/calibrate.py`): most such characters cost their UTF-8 length, a token per
+byte, so `BlockCosts.cost` sums the UTF-8 length less what the cheaper blocks save, in a few
+C-level passes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from itertools import pairwise, repeat
+
+__all__ = ["BlockCosts", "block_costs"]
+
+
+def block_costs(runs: dict[str, int]) -> dict[bytes, int]:
+    """UTF-8 block prefix (all bytes but the last: 64 code points) -> what its characters that
+    are not single tokens cost, from runs of blocks (`EstimateData.char_costs`)."""
+    starts = [*sorted(map(ord, runs)), 0x110000]
+    out: dict[bytes, int] = {}
+    for start, end in pairwise(starts):
+        cost = runs[chr(start)]
+        for code in range(start, end, 64):
+            if not 0xD800 <= code < 0xE000:
+                out[chr(code).encode()[:-1]] = cost
+    return out
+
+
+_PREFIX = re.compile(rb"[\xe0-\xef][\x80-\xbf]|[\xf0-\xf4][\x80-\xbf]{2}|[\xc2-\xdf]")
+"""The UTF-8 block prefix of each non-ASCII character."""
+_FAR = re.compile("[\U00010000-\U0010ffff]+")  # characters outside the BMP
+_FAR_CACHED = 4096
+_BELOW_FOUR = bytes(range(0xF0))  # deleted, they leave the leads of 4-byte characters
+_SURROGATE = re.compile(rb"\xed[\xa0-\xbf]")  # lone surrogates (text with surrogatepass)
+
+
+class _FarSaving(dict[str, int]):
+    """Character outside the BMP -> its 4 bytes less its block's cost (1 where `table` has no
+    entry): computed when first met, at most _FAR_CACHED remembered."""
+
+    def __init__(self, table: dict[bytes, int]) -> None:
+        super().__init__()
+        self.table = table
+
+    def __missing__(self, char: str) -> int:
+        if len(self) >= _FAR_CACHED:
+            self.clear()
+        save = self[char] = 4 - self.table.get(char.encode()[:-1], 1)
+        return save
+
+
+@dataclass(frozen=True)
+class BlockCosts:
+    """What the characters no token holds alone cost in one encoding, by UTF-8 block (64 code
+    points sharing all but their last byte; 1 where `table` has no entry), summed in a few
+    C-level passes: most such characters cost their UTF-8 length (a token per byte), so the
+    sum is the UTF-8 length less what the cheaper ones save."""
+
+    table: dict[bytes, int]
+    saving_one: re.Pattern[str]
+    """Characters of the Basic Multilingual Plane costing one token less than their bytes."""
+    saving_two: re.Pattern[str] | None
+    """... two less (surrogates left out: they are counted on the bytes), if any."""
+    exact: bool
+    """False if some block costs more than its bytes, or none of the BMP is free, or lone
+    surrogates have a cost: then `cost` prices block by block."""
+    far_saving: _FarSaving = field(init=False, compare=False, hash=False)
+    """Characters outside the BMP -> what they save (computed on first use, remembered)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "far_saving", _FarSaving(self.table))
+
+    @classmethod
+    def build(cls, table: dict[bytes, int]) -> BlockCosts:
+        """Group the blocks of the Basic Multilingual Plane by what they save."""
+        saving: dict[int, list[tuple[int, int]]] = {}
+        exact = True
+        for code in range(0x80, 0x10000, 64):
+            if 0xD800 <= code < 0xE000:
+                continue
+            prefix = chr(code).encode()[:-1]
+            save = len(prefix) + 1 - table.get(prefix, 1)
+            exact &= 0 <= save <= 2
+            spans = saving.setdefault(save, [])
+            if spans and spans[-1][1] == code:
+                spans[-1] = (spans[-1][0], code + 64)
+            else:
+                spans.append((code, code + 64))
+        exact &= all(cost <= 4 for p, cost in table.items() if len(p) == 3)  # 4-byte ones
+        exact &= not any(_SURROGATE.fullmatch(p) for p in table)  # counted as costing 1
+
+        def pattern(save: int) -> re.Pattern[str]:
+            spans = saving.get(save, [])
+            ranges = "".join(f"{chr(a)}-{chr(b - 1)}" for a, b in spans)
+            return re.compile(f"[{ranges}]+" if spans else "(?!)")
+
+        two = pattern(2) if saving.get(2) else None
+        return cls(table, pattern(1), two, exact)
+
+    def cost(self, residue: str) -> int:
+        """What the characters of `residue` (none ASCII) cost."""
+        data = residue.encode("utf-8", "surrogatepass")
+        if not self.exact:
+            return sum(map(self.table.get, _PREFIX.findall(data), repeat(1)))
+        total = len(data) - len(residue) + len(self.saving_one.sub("", residue))
+        if self.saving_two is not None:
+            total -= 2 * (len(residue) - len(self.saving_two.sub("", residue)))
+        if b"\xed" in data:  # lone surrogates cost 1 (no entry), 2 less than their 3 bytes
+            total -= 2 * len(_SURROGATE.findall(data))
+        if data.translate(None, _BELOW_FOUR):  # characters outside the BMP (emoji...)
+            far = "".join(_FAR.findall(residue))
+            total -= sum(map(self.far_saving.__getitem__, far))
+        return total
