@@ -12,6 +12,7 @@ import json
 import math
 import re
 import statistics
+from itertools import pairwise
 from operator import mul
 from pathlib import Path
 
@@ -31,6 +32,7 @@ from ragbudget._estimate import (
 from ragbudget._estimate_blocks import BlockCosts
 from ragbudget._estimate_data import load
 from ragbudget._estimate_floor import _CASES, clear_caches, gap_bound, text_bound, text_tokens
+from ragbudget._estimate_text import _WORD_TABLE, cuts
 from ragbudget.counters import EstimateCounter, TokenCounter
 
 SAMPLE = Path(__file__).parent / "data" / "estimator_sample.json.gz"
@@ -373,3 +375,50 @@ def test_block_costs_fall_back_where_blocks_are_unusual(
     assert not costs.exact
     text = "éé\u0900\U0001f600\ud800"
     assert costs.cost(text) == _block_by_block(text, table) == total
+
+
+def _cuts_one_by_one(words: list[bytes], held: frozenset[int]) -> int:
+    """What `cuts` counts, a pair at a time."""
+    pairs = (pairwise(w.decode("utf-8", "surrogatepass")) for w in words)
+    return sum(ord(a) | ord(b) << 32 not in held for each in pairs for a, b in each)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=ANY_TEXT)
+@example(text="جۇمھۇرىيىتى كۇبا café a é ab\udc80é")
+def test_cuts_count_each_pair_once(text: str) -> None:
+    """`cuts` reads the pairs of characters from UTF-32 as 64-bit integers, twice (from the
+    first character and from the second): the same count as pair by pair, for words of any
+    length, lone surrogates included."""
+    held = vocabulary("o200k_base").held
+    words = text.encode("utf-8", "surrogatepass").translate(_WORD_TABLE).split()
+    assert cuts(words, held) == _cuts_one_by_one(words, held)
+
+
+def test_cuts_are_where_o200k_cuts_a_word(sample: dict[str, list[str]]) -> None:
+    """Only `estimate:o200k_base` has the feature. A pair no o200k token holds is a cut: on the
+    sample's non-ASCII words, a word makes at least one token more than its cuts but for 1 in
+    1,000 (Khmer words, which o200k cuts inside characters too: its tokens hold part of a
+    character); Uyghur's `جۇمھۇرىيىتى`, 7 tokens, has 4 (`ۇم` is a token); pairs of ASCII
+    letters are never cuts, and without that set of pairs there is no feature."""
+    import tiktoken
+    from ragbudget import use_bundled_tiktoken_files
+
+    use_bundled_tiktoken_files()
+    encoding = tiktoken.get_encoding("o200k_base")
+    held = vocabulary("o200k_base").held
+    assert cuts(["جۇمھۇرىيىتى".encode()], held) == 4
+    assert cuts([b"abc", b"Zyx"], held) == 0
+    texts = [text for family in sample.values() for text in family]
+    words = {w for text in texts for w in text.encode().translate(_WORD_TABLE).split()}
+    words = {w for w in words if not w.isascii()}
+    more = [
+        cuts([word], held) >= len(encoding.encode_ordinary(" " + word.decode())) for word in words
+    ]
+    assert len(more) > 5000
+    assert sum(more) * 1000 <= len(more)
+    name = FEATURE_NAMES.index("other_unknown_cuts")
+    for target in (DEFAULT_TARGET, "cl100k_base"):
+        assert not vocabulary(target).held
+        assert features("جۇمھۇرىيىتى", vocabulary(target))[name] == 0
+    assert features("جۇمھۇرىيىتى", vocabulary("o200k_base"))[name] == 4

@@ -206,3 +206,23 @@ def test_spelled_scripts_count_only_where_their_classes_occur() -> None:
     for text in (odia, "日本語 " + odia, "日本語のテキスト"):
         extra = sum(c in single for c in text)  # each spelled character a token more
         assert floor_tokens(text, spelled) == floor_tokens(text, plain) + extra, text
+
+
+def test_the_shipped_held_pairs_are_read_from_the_encoding() -> None:
+    """The pairs of characters the `other_unknown_cuts` feature counts as held are o200k's own
+    (`calibrate.py --tables` keeps the shipped ones, fitted with; `--fit` rewrites them): two
+    characters each, one of them non-ASCII, none an ASCII non-letter. The other targets have
+    none (docs/estimator.md says why)."""
+    import tiktoken
+    from ragbudget import use_bundled_tiktoken_files
+    from ragbudget._estimate_data import load
+
+    use_bundled_tiktoken_files()
+    encs = {name: tiktoken.get_encoding(name) for name in ("cl100k_base", "o200k_base")}
+    shipped = load().held
+    assert shipped == fit.held_by_target(encs)
+    assert shipped["max"] == shipped["cl100k_base"] == ""
+    pairs = {shipped["o200k_base"][i : i + 2] for i in range(0, len(shipped["o200k_base"]), 2)}
+    assert {"ۇم", "ال", "на", "的人"} <= pairs
+    assert not {"جۇ", "ab"} & pairs
+    assert all(not p.isascii() and all(c.isalpha() or not c.isascii() for c in p) for p in pairs)

@@ -15,7 +15,10 @@ is unknown and long):
    each word's token count after a space in the target encoding. One dict lookup per word
    gives a known word's token count (0 for an unknown word); every unknown word is priced by
    its length (a weight per length up to 24 bytes, a per-byte weight, and separate length
-   weights for words with non-ASCII letters).
+   weights for words with non-ASCII letters). For `o200k_base`, the unknown words with
+   non-ASCII letters are also priced by their cuts: the pairs of adjacent characters that no
+   token of the encoding holds (read from its vocabulary; `cuts`), where the tokenizer must
+   cut the word (Uyghur's `جۇ`, which o200k holds in no token, against Arabic's `ال`).
 3. Scripts. One regex substitution over the non-ASCII characters deletes the runs of those
    that are single tokens in the target encoding: what is left are the characters no token
    holds alone, which a byte-level tokenizer spells out in pieces of their UTF-8 bytes; they
@@ -78,6 +81,7 @@ from ragbudget._estimate_text import (
     SCRIPT_NAMES,
     TARGETS,
     Vocabulary,
+    cuts,
     features,
     vocabulary,
 )
@@ -128,6 +132,8 @@ class _Model:
     cost: dict[int, float]  # unknown ASCII word: weight of its length bin
     cost_more: float
     other_bytes: float  # non-ASCII unknown word: per-byte weight, minus the ASCII one
+    other_cuts: float  # ... per pair of its characters that no token holds
+    held: frozenset[int]  # the pairs that tokens hold (`cuts`)
     other_cost: dict[int, float]  # ... and its length bin weight (the ASCII one subtracted)
     other_cost_more: float
     constant: float
@@ -181,6 +187,8 @@ def _model(target: str) -> _Model:
         cost=cost,
         cost_more=cost_more,
         other_bytes=w["other_unknown_bytes"] - w["unknown_bytes"],
+        other_cuts=w["other_unknown_cuts"],
+        held=vocab.held,
         other_cost=other_cost,
         other_cost_more=other_cost_more,
         constant=w["constant"],
@@ -303,6 +311,8 @@ def estimate_tokens(text: str, target: str = DEFAULT_TARGET) -> int:
             lengths = list(map(len, other))
             other_size = sum(lengths)
             parts.append(m.other_bytes * other_size)
+            if m.held:  # the targets with that feature
+                parts.append(m.other_cuts * cuts(other, m.held))
             parts.append(sum(map(m.other_cost.get, lengths, repeat(m.other_cost_more))))
     raw = math.ceil(sum(parts))
     if ascii_only:

@@ -2,7 +2,8 @@
 
 The text-side half of `ragbudget._estimate`: what each byte of UTF-8 text is (a class byte per
 character, by ASCII class or by the script its UTF-8 lead byte starts), which class n-grams and
-script blocks are counted, the vocabulary of frequent words with their token counts, and
+script blocks are counted, the vocabulary of frequent words with their token counts (and,
+for o200k, the pairs of characters its tokens hold, whose absence in a word is a cut), and
 `features`, the vector the weights multiply (used by the fitting tools and the tests; the
 estimate itself folds the same sum without building it).
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
+import string
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -168,7 +170,7 @@ LENGTH_BINS = 24
 """Unknown ASCII words are counted by length: 1..LENGTH_BINS, and longer."""
 OTHER_LENGTH_BINS = 32
 """Unknown words with non-ASCII letters are counted by UTF-8 length: 1..32, and longer."""
-_OTHER_ZEROS = (0,) * (OTHER_LENGTH_BINS + 2)
+_OTHER_ZEROS = (0,) * (OTHER_LENGTH_BINS + 3)
 _SCRIPT_ZEROS = (0,) * len(SCRIPT_NAMES)
 
 
@@ -243,6 +245,9 @@ class Vocabulary:
     """Runs of ASCII symbols that a token of every encoding covered holds whole: every lone
     symbol, and the runs of 2 or more that their tokens hold; any other run is 2 tokens at
     least (for the floor)."""
+    held: frozenset[int] = frozenset()
+    """Pairs of adjacent characters, one of them non-ASCII at least, that some token of every
+    encoding covered holds, and every pair of ASCII letters, as `_pair_code`s (`cuts`)."""
 
     @classmethod
     def build(
@@ -258,6 +263,7 @@ class Vocabulary:
         weak: str = "",
         foreign: float = 0.0,
         symbol_runs: Iterable[str] = (),
+        held: str = "",
     ) -> Vocabulary:
         """`single`: the non-ASCII characters that are single tokens (for the rare-character
         features); `floor_singles`: the same per encoding for the floor (default: `single`);
@@ -266,7 +272,8 @@ class Vocabulary:
         `weak`: the letters of `single` that few longer tokens hold (`EstimateData.weak`;
         others are ignored: a character that is not a single token is rare, not weak);
         `foreign`: see the field; `symbol_runs`: `EstimateData.symbol_runs` of each encoding
-        covered."""
+        covered; `held`: `EstimateData.held`, the pairs of `held` (2 characters each,
+        concatenated)."""
         table = {w.encode(): n for w, n in zip(words, tokens, strict=True)}
         floors = tuple(map(_singles_pattern, floor_singles or (single,)))
         costs = tuple(BlockCosts.build(block_costs(c)) for c in floor_costs) or tuple(
@@ -290,7 +297,47 @@ class Vocabulary:
             _classes_of("".join(spelled_chars)),
             foreign,
             _common_runs(symbol_runs),
+            frozenset(map(_pair_code, held[::2], held[1::2])) | _ASCII_PAIRS
+            if held
+            else frozenset(),
         )
+
+
+def _pair_code(first: str, second: str) -> int:
+    """Two characters as one int: what UTF-32 (little-endian) reads as a 64-bit integer."""
+    return ord(first) | ord(second) << 32
+
+
+def _held_codes(held: str) -> frozenset[int]:
+    """The pairs of `held` (2 characters each, concatenated) and every pair of ASCII letters
+    as `_pair_code`s; none where `held` is empty (the target has no such feature)."""
+    if not held:
+        return frozenset()
+    return frozenset(map(_pair_code, held[::2], held[1::2])) | _ASCII_PAIRS
+
+
+_ASCII_PAIRS = frozenset(
+    _pair_code(a, b) for a in string.ascii_letters for b in string.ascii_letters
+)
+"""Pairs of ASCII letters, never cuts: the feature is about the non-ASCII characters."""
+
+
+def cuts(words: list[bytes], held: frozenset[int]) -> int:
+    """How many pairs of adjacent characters in `words` (UTF-8, none empty) are not in `held`
+    (`_pair_code`s): each is a cut between two tokens, where no token of the target holds the
+    pair (`ىي` and `جۇ` in Uyghur, whose words o200k makes a token per one or two letters).
+
+    In C-level passes, about 60 ns a pair: the words, joined by spaces, as UTF-32 read as 64-bit
+    integers twice, from their first character and from their second, are every pair once."""
+    if not words:
+        return 0
+    text = b" ".join(words).decode("utf-8", "surrogatepass")
+    size = len(text)
+    data = memoryview(text.encode("utf-32-le", "surrogatepass"))
+    first = data[: 8 * (size // 2)].cast("Q")
+    second = data[4 : 4 + 8 * ((size - 1) // 2)].cast("Q")
+    inside = size + 1 - 2 * len(words)  # pairs within the words (2 per space are not)
+    return inside - sum(map(held.__contains__, first)) - sum(map(held.__contains__, second))
 
 
 def _classes_of(chars: str) -> bytes:
@@ -315,6 +362,7 @@ def vocabulary(target: str) -> Vocabulary:
         weak=data.weak.get(target, ""),
         foreign=max(FOREIGN_COSTS[t] for t in covered),
         symbol_runs=[data.symbol_runs.get(t, "") for t in covered],
+        held=data.held.get(target, ""),
     )
 
 
@@ -334,6 +382,7 @@ FEATURE_NAMES: tuple[str, ...] = (
     *(f"unknown_len_{n}" for n in range(1, LENGTH_BINS + 1)),
     "unknown_len_more",
     "other_unknown_bytes",
+    "other_unknown_cuts",
     *(f"other_unknown_len_{n}" for n in range(1, OTHER_LENGTH_BINS + 1)),
     "other_unknown_len_more",
     "constant",
@@ -382,6 +431,7 @@ def features(text: str, vocab: Vocabulary) -> list[int]:
     if other:
         lengths = Counter(map(len, other))
         row.append(sum(map(len, other)))
+        row.append(cuts(other, vocab.held) if vocab.held else 0)
         row += [lengths.get(n, 0) for n in range(1, OTHER_LENGTH_BINS + 1)]
         row.append(len(other) - sum(row[-OTHER_LENGTH_BINS:]))
     else:
