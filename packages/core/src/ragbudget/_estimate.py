@@ -311,8 +311,7 @@ def estimate_tokens(text: str, target: str = DEFAULT_TARGET) -> int:
             lengths = list(map(len, other))
             other_size = sum(lengths)
             parts.append(m.other_bytes * other_size)
-            if m.held:  # the targets with that feature
-                parts.append(m.other_cuts * cuts(other, m.held))
+            parts.append(m.other_cuts * cuts(other, m.held))  # 0 without held pairs
             parts.append(sum(map(m.other_cost.get, lengths, repeat(m.other_cost_more))))
     raw = math.ceil(sum(parts))
     if ascii_only:
