@@ -34,6 +34,7 @@ bench-estimator: bootstrap
 	$(RUN) python tools/estimator/calibrate.py
 	$(RUN) python tools/estimator/unseen.py
 	$(RUN) python tools/estimator/audit.py
+	$(RUN) python tools/estimator/fuzz.py
 
 # The documentation site (site/), strict: a broken link or a missing page fails the build.
 docs: bootstrap

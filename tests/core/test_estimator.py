@@ -31,7 +31,13 @@ from ragbudget._estimate import (
 )
 from ragbudget._estimate_blocks import BlockCosts
 from ragbudget._estimate_data import load
-from ragbudget._estimate_floor import _CASES, clear_caches, gap_bound, text_bound, text_tokens
+from ragbudget._estimate_floor import (
+    case_changes,
+    clear_caches,
+    gap_bound,
+    text_bound,
+    text_tokens,
+)
 from ragbudget._estimate_text import _WORD_TABLE, cuts
 from ragbudget.counters import EstimateCounter, TokenCounter
 
@@ -300,10 +306,21 @@ def test_fast_path_equals_the_feature_model_on_real_text(sample: dict[str, list[
 SYMBOLS_AND_DIGITS = st.text(
     alphabet=st.sampled_from("0123456789 \n\r\t\x00\x7f-_.,;:!?()[]{}<>=*#~'\"aZé"), max_size=300
 )
+# wide gaps (runs of spaces longer than the encodings hold) between words, symbols, digits,
+# tabs, control characters and line breaks
+WIDE_GAPS = st.lists(
+    st.one_of(
+        st.integers(1, 400).map(" ".__mul__),
+        st.sampled_from(["x", "ab", "\n", "\r\n", "\t", "1", "\x00", "\x1b[", ".", "é"]),
+    ),
+    max_size=12,
+).map("".join)
 
 
 @settings(max_examples=300, deadline=None)
-@given(text=st.one_of(ANY_TEXT, SYMBOLS_AND_DIGITS))
+@given(text=st.one_of(ANY_TEXT, SYMBOLS_AND_DIGITS, WIDE_GAPS))
+@example(text=" " * 3000)
+@example(text="\x00\x01" * 100)
 def test_text_bound_bounds_the_text_floor(text: str) -> None:
     """The estimate skips the floor's digit, symbol, gap and line-break passes when `text_bound`
     and `gap_bound` of its class counts cannot exceed the linear count: the bound must hold on
@@ -314,30 +331,37 @@ def test_text_bound_bounds_the_text_floor(text: str) -> None:
     gaps = gap_bound(*map(classes.count, (b"  ", b" 0", b"\t")))
     # no run of 2 symbols or more held whole: the most the floor can make of them
     lone = frozenset(run for run in vocabulary(DEFAULT_TARGET).symbol_runs if len(run) == 1)
-    assert text_tokens(data, lone) <= text_bound(*counts, classes.count(b"\n")) + gaps
+    spaces = vocabulary(DEFAULT_TARGET).space_runs
+    bound = text_bound(*counts, classes.count(b"\n")) + gaps
+    assert text_tokens(data, lone, spaces=spaces) <= bound
 
 
 @settings(max_examples=300, deadline=None)
 @given(word=st.binary(max_size=64) | st.text("aAbBzZ _9", max_size=64).map(str.encode))
 def test_case_changes_are_counted_by_one_translate(word: bytes) -> None:
-    """The floor counts a lowercase letter followed by a capital with `translate` and
-    `count(b"aA")`: the same as finding each one."""
-    assert word.translate(_CASES).count(b"aA") == len(re.findall(rb"[a-z](?=[A-Z])", word))
+    """The floor counts the case changes (a lowercase letter followed by a capital, 2 capitals
+    or more followed by a lowercase letter) with `translate` and `count`: the same as finding
+    each one."""
+    camel = len(re.findall(rb"[a-z](?=[A-Z])", word))
+    assert case_changes(word, random=True) == camel
+    assert case_changes(word) == camel + len(re.findall(rb"(?=[A-Z]{2}[a-z])", word))
 
 
 @settings(max_examples=300, deadline=None)
-@given(text=st.one_of(ANY_TEXT, SYMBOLS_AND_DIGITS))
+@given(text=st.one_of(ANY_TEXT, SYMBOLS_AND_DIGITS, WIDE_GAPS))
 @example(text="12\r\n\r\n345 6\n\n7")
+@example(text="\x1b[31mred\x1b[0m\tx")
 def test_text_floor_from_class_counts_is_the_same(text: str) -> None:
     """The estimate hands the text floor the class counts it made (digits, digit pairs and
-    triples, line breaks, blank lines, spaces before a digit): the floor counts the same with
-    them as without."""
+    triples, line breaks, blank lines, spaces before a digit, tabs and control characters):
+    the floor counts the same with them as without."""
     data = text.encode("utf-8", "surrogatepass")
     classes = data.translate(_estimate._CLASSES, _estimate._CONTINUATION)
     c = classes.count
-    counts = (c(b"0"), c(b"00"), c(b"000"), c(b"\n"), c(b"\n\n"), c(b" 0"))
-    whole = vocabulary(DEFAULT_TARGET).symbol_runs
-    assert text_tokens(data, whole, counts) == text_tokens(data, whole)
+    counts = (c(b"0"), c(b"00"), c(b"000"), c(b"\n"), c(b"\n\n"), c(b" 0"), c(b"\t"))
+    vocab = vocabulary(DEFAULT_TARGET)
+    whole, spaces = vocab.symbol_runs, vocab.space_runs
+    assert text_tokens(data, whole, counts, spaces) == text_tokens(data, whole, spaces=spaces)
 
 
 def _block_by_block(residue: str, table: dict[bytes, int]) -> int:

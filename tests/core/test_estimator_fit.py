@@ -163,6 +163,44 @@ def test_the_shipped_symbol_runs_are_read_from_the_encoding(encoding: str) -> No
     assert {"),", '":'} <= set(runs)
 
 
+@pytest.mark.parametrize("encoding", ["cl100k_base", "o200k_base"])
+def test_the_shipped_space_runs_are_read_from_the_encoding(encoding: str) -> None:
+    """The floor prices a long run of spaces by the runs of spaces the encoding holds: the
+    lengths the data file holds must be the encoding's own (`--tables` rewrites them)."""
+    import tiktoken
+    from ragbudget import use_bundled_tiktoken_files
+    from ragbudget._estimate import vocabulary
+    from ragbudget._estimate_data import load
+
+    use_bundled_tiktoken_files()
+    shipped = load().space_runs[encoding]
+    assert shipped == fit.space_runs(tiktoken.get_encoding(encoding))
+    lengths = tuple(map(int, shipped.split()))
+    assert lengths[:79] == tuple(range(1, 80)) and lengths[-1] == 128
+    assert lengths in vocabulary(encoding).space_runs
+
+
+def test_no_token_holding_a_line_break_holds_more_spaces_than_the_floor_allows() -> None:
+    """Before a line break, the floor counts the spaces past `_SPACES_WITH_BREAK` as runs of
+    spaces: no token holding a line break may hold more of them, in either encoding."""
+    import tiktoken
+    from ragbudget import use_bundled_tiktoken_files
+    from ragbudget._estimate_pieces import _SPACES_WITH_BREAK
+
+    use_bundled_tiktoken_files()
+    most = 0
+    for name in ("cl100k_base", "o200k_base"):
+        encoding = tiktoken.get_encoding(name)
+        for token in range(encoding.n_vocab):
+            try:
+                text = encoding.decode_single_token_bytes(token)
+            except KeyError:
+                continue
+            if b"\n" in text or b"\r" in text:
+                most = max(most, text.count(b" "))
+    assert most == _SPACES_WITH_BREAK
+
+
 def test_weak_letters_are_counted_apart_from_the_rare() -> None:
     """A weak letter leaves the single-token runs and is counted as `weak`, not as `rare`."""
     from ragbudget._estimate import Vocabulary, features
@@ -226,3 +264,18 @@ def test_the_shipped_held_pairs_are_read_from_the_encoding() -> None:
     assert {"ۇم", "ال", "на", "的人"} <= pairs
     assert not {"جۇ", "ab"} & pairs
     assert all(not p.isascii() and all(c.isalpha() or not c.isascii() for c in p) for p in pairs)
+
+
+def test_the_fuzzer_measures_every_kind_from_a_fixed_seed() -> None:
+    """`tools/estimator/fuzz.py` (docs/estimator.md): every kind makes text of 200 characters
+    or more, and the same texts on every run, so its table can be reproduced."""
+    import random
+
+    import fuzz
+
+    for kind, make in fuzz.KINDS.items():
+        first, again = (make(random.Random(kind), 400) for _ in range(2))
+        assert first == again and len(first) >= 200, kind
+    rows = fuzz.worst(2)
+    assert set(rows) == set(fuzz.KINDS)
+    assert all(len(under) == len(fuzz.COUNTERS) for under in rows.values())

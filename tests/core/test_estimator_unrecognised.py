@@ -33,11 +33,13 @@ from hypothesis import strategies as st
 from ragbudget import chunk_text, get_counter
 from ragbudget._estimate import DEFAULT_TARGET, TARGETS, estimate_tokens, vocabulary
 from ragbudget._estimate_floor import (
+    case_changes,
     floor_parts,
     floor_tokens,
     foreign_tokens,
     other_tokens,
     soup_tokens,
+    space_pieces,
     word_tokens,
 )
 from ragbudget._estimate_text import FOREIGN_COSTS
@@ -110,6 +112,45 @@ def _syllables(rng: random.Random, size: int) -> str:
     return "\n".join(out)
 
 
+_WORDS = [
+    "the",
+    "of",
+    "and",
+    "to",
+    "in",
+    "is",
+    "for",
+    "that",
+    "with",
+    "parse",
+    "buffer",
+    "value",
+    "index",
+    "header",
+    "stream",
+]
+
+
+def _wide_gaps(rng: random.Random, size: int) -> str:
+    """Words apart by runs of spaces longer than any token holds (padded or justified text)."""
+    out: list[str] = []
+    while sum(map(len, out)) < size:
+        gap = " " * rng.choice((1, 2, 40, 90, 130, 200, 400))
+        out.append(rng.choice(_WORDS) + gap + rng.choice(("", "\n")))
+    return "".join(out)
+
+
+def _random_case(rng: random.Random, size: int) -> str:
+    """Words whose letters are capitals or not at random (`rEsOurCe`)."""
+    out: list[str] = []
+    while sum(map(len, out)) < size:
+        word = "".join(rng.choice(_WORDS) for _ in range(rng.randint(1, 3)))
+        out.append("".join(c.upper() if rng.random() < 0.5 else c for c in word))
+    return " ".join(out)
+
+
+CONTROLS = (*range(9), *range(14, 32), 127)
+
 GENERATED: dict[str, Callable[[random.Random, int], str]] = {
     "dna": _letters("ACGT"),
     "dna_lowercase": _letters("acgt"),
@@ -131,6 +172,12 @@ GENERATED: dict[str, Callable[[random.Random, int], str]] = {
     "shavian": lambda rng, n: "".join(
         rng.choice([*map(chr, range(0x10450, 0x10480)), " ", " "]) for _ in range(n)
     ),
+    "wide_gaps": _wide_gaps,
+    "control_characters": lambda rng, n: "".join(
+        chr(rng.choice(CONTROLS)) * rng.choice((1, 1, 2, 5, 30)) for _ in range(n // 4)
+    ),
+    "binary_as_latin1": lambda rng, n: rng.randbytes(n).decode("latin-1"),
+    "random_case": _random_case,
 }
 
 
@@ -409,3 +456,67 @@ def test_a_rule_line_in_symbol_soup_costs_its_long_tokens(
     soup = "!@#$%^&*()" * 3
     assert soup_tokens(soup.encode(), vocabulary(DEFAULT_TARGET).symbol_runs) == 20
     assert soup_tokens(b"$$$$%%%%^^^^", vocabulary(DEFAULT_TARGET).symbol_runs) == 3
+
+
+# Found by a fuzzer over generated text (docs/estimator.md): runs of spaces longer than any
+# token holds (41% under o200k on 3,000 spaces), control characters (35% under: each is a
+# token) and words in random case (36% under) were counted as if they were short.
+
+
+@pytest.mark.parametrize("size", [2, 60, 79, 80, 81, 82, 95, 100, 128, 129, 200, 300, 599, 3000])
+def test_a_run_of_spaces_costs_the_runs_the_encodings_hold(
+    size: int, exact: dict[str, Callable[[str], int]]
+) -> None:
+    """At the end of the text, before a word and before a line break: the floor never counts
+    more than the tokenizers, and the estimate is never more than 10% under."""
+    run = " " * size
+    for text in (run, "a" + run + "b", ("x" + run) * 5 + "\n", "a" + run + "\nb", run + "1"):
+        truths = {e: count(text) for e, count in exact.items()}
+        for target in (DEFAULT_TARGET, *TARGETS):
+            truth = max(truths.values()) if target == DEFAULT_TARGET else truths[target]
+            assert floor_tokens(text, vocabulary(target)) <= truth, (target, repr(text[:9]))
+            if len(text) >= 80:
+                assert _under(estimate_tokens(text, target), truth) <= LIMIT, (target, size)
+
+
+def test_space_pieces_are_the_fewest_runs_held() -> None:
+    """`space_pieces` past its table (3 times the longest run) equals the fewest runs of the
+    held lengths that make the run, found by dynamic programming over every length."""
+    for lengths in vocabulary(DEFAULT_TARGET).space_runs:
+        best = [0]
+        for size in range(1, 1500):
+            best.append(1 + min(best[size - n] for n in lengths if n <= size))
+        assert [space_pieces((lengths,), n) for n in range(1500)] == best
+
+
+def test_control_characters_are_a_token_each(exact: dict[str, Callable[[str], int]]) -> None:
+    """No token holds a control character beside another character but cl100k's `\\x1b[` and
+    o200k's `\\x00\\x00` (and `\\x01E`): the floor counts them one by one, less those."""
+    rng = random.Random("controls")
+    nulls = "\x00" * 500
+    mixed = "".join(chr(rng.choice(CONTROLS)) for _ in range(600))
+    ansi = "\x1b[31mERROR\x1b[0m: no such file\n" * 20
+    for text in (nulls, mixed, ansi, "word\x04%u " * 50):
+        truths = {e: count(text) for e, count in exact.items()}
+        for target in (DEFAULT_TARGET, *TARGETS):
+            truth = max(truths.values()) if target == DEFAULT_TARGET else truths[target]
+            assert floor_tokens(text, vocabulary(target)) <= truth, (target, repr(text[:9]))
+    assert floor_tokens(nulls, vocabulary("o200k_base")) == exact["o200k_base"](nulls) == 250
+    assert floor_tokens(nulls, vocabulary("cl100k_base")) == exact["cl100k_base"](nulls) == 500
+    assert floor_tokens(mixed, vocabulary(DEFAULT_TARGET)) >= 0.95 * exact["cl100k_base"](mixed)
+
+
+def test_words_in_random_case_cost_what_random_letters_do() -> None:
+    """A lowercase letter alone between capitals often, and many capitals: random case, priced
+    as random letters; camelCase and a few short names are not (`MyApp MyCompany`)."""
+    vocab = vocabulary(DEFAULT_TARGET)
+    short = [b"rEsOurCe", b"aNdCaN", b"tHaTiS", b"wItHoUt"]  # taken together
+    pairs = sum(map(len, short)) - len(short)
+    assert word_tokens(short, vocab) == len(short) + math.ceil(0.55 * pairs)
+    for long in (b"aTtRIBUteerRoR", b"mErCHAnTABIlity"):  # 12 letters or more: one by one
+        assert word_tokens([long], vocab) == 1 + math.ceil(0.55 * (len(long) - 1))
+    # camelCase: a token per word and per case change (and rare letter pair)
+    camel = [b"getIncrementalEncoder", b"MyApp", b"MyCompany", b"parseHttpHeader"]
+    changes = sum(map(case_changes, camel))
+    assert len(camel) + changes <= word_tokens(camel, vocab) <= len(camel) + changes + 3
+    assert case_changes(b"HTTPServer") == 1 and case_changes(b"camelCase") == 1

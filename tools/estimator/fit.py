@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from corpus import FAMILIES, Chunk
 from origin import origin
-from ragbudget import _estimate, _estimate_floor
+from ragbudget import _estimate, _estimate_pieces
 
 DATA_FILE = Path(_estimate.__file__).with_name("_estimate_data.json")
 VOCAB_WORDS = 32000
@@ -440,8 +440,22 @@ def symbol_runs(encoding: Any) -> str:
     `encoding` holds whole, with at most whitespace around them (the pre-splitting makes a
     piece of a run with a space before it and line breaks after it: ` [<`, `>]\\n`),
     space-separated. A run of symbols that no token holds whole is 2 tokens at least."""
-    run = re.compile(_estimate_floor._SYMBOL.decode() + "{2,}")
+    run = re.compile(_estimate_pieces._SYMBOL.decode() + "{2,}")
     return " ".join(sorted({text for text in token_texts(encoding) if run.fullmatch(text)}))
+
+
+def space_runs(encoding: Any) -> str:
+    """The lengths of the runs of spaces that a token of `encoding` holds, ascending and
+    space-separated. A longer run is several tokens (the floor counts them)."""
+    lengths = set()
+    for token in range(encoding.n_vocab):
+        try:
+            text = encoding.decode_single_token_bytes(token)
+        except KeyError:
+            continue
+        if text and not text.strip(b" "):
+            lengths.add(len(text))
+    return " ".join(map(str, sorted(lengths)))
 
 
 def write_data(
@@ -454,6 +468,7 @@ def write_data(
     weak: dict[str, str],
     runs: dict[str, str],
     held: dict[str, str],
+    spaces: dict[str, str],
     path: Path = DATA_FILE,
 ) -> None:
     """Write the package data file that `ragbudget._estimate_data.load` reads."""
@@ -469,5 +484,6 @@ def write_data(
         "weak": weak,
         "symbol_runs": runs,
         "held": held,
+        "space_runs": spaces,
     }
     path.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")

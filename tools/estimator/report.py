@@ -124,17 +124,22 @@ def replace_block(readme: Path, mark: str, body: str) -> None:
     readme.write_text(pattern.sub(lambda _: f"{start}\n{body}\n{end}", text), encoding="utf-8")
 
 
+def show(out: str, docs: Path | None, mark: str) -> int:
+    """Print a table tool's `out`; if `docs` is given (`--docs`), also write it into the
+    `mark` block of that file. 0, the command's exit status."""
+    print(out)
+    if docs is not None:
+        replace_block(docs, mark, out)
+    return 0
+
+
 def table_main(description: str, table: Callable[[], str], docs: Path, mark: str) -> int:
     """A table tool's command line: print `table()`; with `--docs`, also write it into the
     `mark` block of `docs`."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--docs", action="store_true", help="write the table into the docs")
     args = parser.parse_args()
-    out = table()
-    print(out)
-    if args.docs:
-        replace_block(docs, mark, out)
-    return 0
+    return show(table(), docs if args.docs else None, mark)
 
 
 def speed_table(

@@ -81,7 +81,9 @@ def stages(texts: Sequence[str], o200k: Any) -> dict[str, float]:
             lambda ws: _estimate_floor.word_tokens(ws, vocab), ascii_words, chars
         ),
         "floor: digits, symbols, gaps, lines": _best(
-            lambda pair: _estimate_floor.text_tokens(pair[0], vocab.symbol_runs, pair[1]),
+            lambda pair: _estimate_floor.text_tokens(
+                pair[0], vocab.symbol_runs, pair[1], vocab.space_runs
+            ),
             list(zip(datas, counts, strict=True)),
             chars,
         ),
@@ -94,13 +96,14 @@ def stages(texts: Sequence[str], o200k: Any) -> dict[str, float]:
 def floor_bound(text: str, vocab: _estimate.Vocabulary) -> int:
     """An upper bound of `floor_tokens` from counts alone, the most an exact gate could use:
     every unknown ASCII word priced as random letters (1 + 0.55 per letter after the first,
-    plus its case changes: never less than the floor's price of it), and a short word in
-    capitals 1 more per rare pair (the floor prices it 1 plus its rare pairs, however many),
+    plus its case changes of both kinds: never less than the floor's price of it, in random
+    case too), and a short word in capitals 1 more per rare pair (the floor prices it 1 plus
+    its rare pairs, however many),
     every symbol and line break a token (`text_bound`); known and non-ASCII words as the floor
     prices them."""
     _, classes, known, unknown, other, words = _estimate_floor.floor_parts(text, vocab)
     pairs = sum(map(len, unknown)) - len(unknown)
-    changes = b" ".join(unknown).translate(_estimate_floor._CASES).count(b"aA")
+    changes = _estimate_floor.case_changes(b" ".join(unknown))
     long = sum(len(w) >= _estimate_floor._LONG for w in unknown)
     caps = b" ".join(w for w in unknown if len(w) < _estimate_floor._LONG and w.isupper())
     rare_caps = len(vocab.rare_pairs.findall(caps.lower()))

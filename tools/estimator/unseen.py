@@ -205,11 +205,7 @@ def main() -> int:
     if args.words is not None:
         print(word_costs(args.words or ["li", "kab", "sl", "sq", "et", "so", "uz", "lt", "af"]))
         return 0
-    out = tables()
-    print(out)
-    if args.docs:
-        report.replace_block(DOCS, "unseen-table", out)
-    return 0
+    return report.show(tables(), DOCS if args.docs else None, "unseen-table")
 
 
 if __name__ == "__main__":

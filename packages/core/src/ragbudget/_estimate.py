@@ -233,8 +233,10 @@ _TEXT_BOUND = tuple(
 _SPACED_DIGITS = ASCII_PATTERNS.index(b" 0")
 _CONTROLS = ASCII_PATTERNS.index(b"\t")
 # where text_tokens's counts are: digits, digit pairs and triples, line breaks, blank lines,
-# spaces before a digit
-_TEXT_COUNTS = tuple(ASCII_PATTERNS.index(p) for p in (b"0", b"00", b"000", b"\n", b"\n\n", b" 0"))
+# spaces before a digit, tabs and control characters
+_TEXT_COUNTS = tuple(
+    ASCII_PATTERNS.index(p) for p in (b"0", b"00", b"000", b"\n", b"\n\n", b" 0", b"\t")
+)
 _SOLID_CHARS = 8  # solid_floor: a token per 8 characters at most
 
 
@@ -328,7 +330,9 @@ def estimate_tokens(text: str, target: str = DEFAULT_TARGET) -> int:
     if bound + gap_bound(0, spaced, controls) > raw or (
         bound + gap_bound(classes.count(b"  "), spaced, controls) > raw
     ):
-        forced += text_tokens(data, m.vocab.symbol_runs, itemgetter(*_TEXT_COUNTS)(counted))
+        forced += text_tokens(
+            data, m.vocab.symbol_runs, itemgetter(*_TEXT_COUNTS)(counted), m.vocab.space_runs
+        )
     if len(classes) > _SOLID_CHARS * raw:  # else solid_floor(classes) <= raw
         forced = max(forced, solid_floor(classes))
     return min(max(raw, forced), size)

@@ -48,6 +48,9 @@ class EstimateData:
     """target -> the pairs of adjacent characters (one non-ASCII at least, none a space or an
     ASCII non-letter) that one of its tokens holds, 2 characters each, concatenated; for the
     default target, those every encoding holds."""
+    space_runs: dict[str, str]
+    """encoding -> the lengths of the runs of spaces that one of its tokens holds,
+    space-separated."""
 
 
 @functools.cache
@@ -66,4 +69,5 @@ def load() -> EstimateData:
         weak=raw.get("weak", {}),
         symbol_runs=raw.get("symbol_runs", {}),
         held=raw.get("held", {}),
+        space_runs=raw.get("space_runs", {}),
     )

@@ -8,8 +8,13 @@ estimate never returns less:
 
 - a known word costs its token count (from the vocabulary);
 - an unknown ASCII word costs 1, plus 1 per rare letter pair in it (pairs outside those that
-  make up 99% of the corpus's letter pairs: `ab` is common, `qz` is rare) and per lowercase
-  letter followed by a capital (a case change splits a word in o200k and mostly in cl100k);
+  make up 99% of the corpus's letter pairs: `ab` is common, `qz` is rare) and per case
+  change: a lowercase letter followed by a capital, or 2 capitals or more followed by a
+  lowercase letter (`camelCase`, `HTTPServer`; a case change splits a word in o200k and
+  mostly in cl100k: 1 plus the changes exceed the count of fewer than 0.5% of the unknown
+  words of the standard library's modules, in either encoding); unknown words in random case
+  (`rEsOurCe`: a lowercase letter alone between capitals often, and many capitals) cost what
+  random letters cost, as they do in both encodings;
 - an unknown word of 12 letters or more that does not look like a word (a rare pair in one
   position of five, fewer than 30% vowels, or 3 times as many letters as distinct ones, as in
   `ACGTTGCA`) costs 1 plus 0.55 tokens per letter after the first, what random letters cost;
@@ -23,7 +28,14 @@ estimate never returns less:
 - digits cost a token per group of up to 3 in each run (how numbers are split), and a space
   or tab before them one more (digits take no prefix: ` 12` is ` ` and `12`);
 - a run of 2 or more spaces or tabs before a letter, symbol or digit costs a token (the
-  pre-splitting makes a piece of all but its last character: indentation);
+  pre-splitting makes a piece of all but its last character: indentation), and whitespace at
+  the end of the text a token; a run of spaces longer than one token holds costs the fewest
+  runs of spaces the encodings hold that make it (read from their vocabularies: every run up
+  to 79 is a token, then 83, 87, 91, 95 and 128), before a line break all but the 48 spaces a
+  token holding a line break holds at most;
+- a control character, vertical tab or form feed costs a token (no token holds one beside
+  anything else, but cl100k's `\\x1b[` and `\\x0c\\n` and o200k's `\\x00\\x00` and `\\x01E`),
+  and a carriage return alone is a line break;
 - a run of ASCII symbols or control characters costs a token (a lone symbol only when no
   letter follows, or a space comes before it: `, `, `1:2` and ` "Apr` cost one, `.name` and
   `"Apr` none, the symbol joining the word), or 0.66 tokens per symbol when it holds 3
@@ -53,9 +65,11 @@ estimate never returns less:
   punctuation left out, as rule lines and indentation make long tokens), and at least 1.
 
 On held-out natural text this count exceeds the linear model's on up to a fifth of the
-chunks of an ASCII family (code 10%, JSON 20%, prose 10%) and on 28% of those of other
-scripts, and lowers the 99th-percentile under-count where it does (code: 8.9% to 4.3% against
-cl100k); measured by `tools/estimator/stages.py --floor` (docs/estimator.md).
+chunks of an ASCII family (code 12%, JSON 22%, prose 10%) and on 28% of those of other
+scripts, and lowers the 99th-percentile under-count where it does (code: 8.9% to 3.9% against
+cl100k); measured by `tools/estimator/stages.py --floor` (docs/estimator.md). The digits,
+symbols, control characters, whitespace and line breaks are counted in
+`ragbudget._estimate_pieces`.
 """
 
 from __future__ import annotations
@@ -63,13 +77,15 @@ from __future__ import annotations
 import functools
 import math
 import re
+import string
 from collections.abc import Sequence
-from itertools import compress, filterfalse, repeat
-from operator import add, floordiv, ge
+from itertools import filterfalse, repeat
 
+from ragbudget._estimate_pieces import gap_bound, soup_tokens, space_pieces, text_bound, text_tokens
 from ragbudget._estimate_text import _CLASSES, _CONTINUATION, _WORD_TABLE, Vocabulary
 
 __all__ = [
+    "case_changes",
     "clear_caches",
     "floor_parts",
     "floor_tokens",
@@ -79,6 +95,7 @@ __all__ = [
     "other_tokens",
     "solid_floor",
     "soup_tokens",
+    "space_pieces",
     "text_bound",
     "text_tokens",
     "unknown_tokens",
@@ -99,46 +116,53 @@ _GROUP_VOWEL_SHARE = 0.25
 # few vowels (`jcmd`, `hdlr`) hold few rare pairs, random letters 39%
 _SOME_RARE = 10
 _FEW_LETTERS = 3  # 3 times as many letters as distinct ones: a sequence
+# a lowercase letter alone between capitals in one letter of 16 or more: words in random case
+# (`rEsOurCe`: 0.54 tokens a letter in cl100k, as random letters; one in 8 letters there), not
+# camelCase, whose humps hold 2 lowercase letters or more (`cnInfoLabelFontThicknessF`)
+_CASE_SHARE = 16
+# ... and capitals 30% of the letters or more (random case: half; camelCase: one letter in 5
+# or 6, but for a few short names: `MyApp MyCompany` holds 29%)
+_CAPITALS = 0.3
+_UPPER = string.ascii_uppercase.encode()
 _PER_LETTER = 0.55  # tokens per letter of random letters (cl100k: 1.85 letters per token)
-_PER_SYMBOL = 0.66  # tokens per symbol of symbol soup (cl100k: 1.55 symbols per token)
-# lowercase -> "a", capitals -> "A", the rest -> " ": `count(b"aA")` counts the case changes
-# (a lowercase letter followed by a capital; matches of "aA" cannot overlap)
+# lowercase -> "a", capitals -> "A", the rest -> " ": `case_changes` counts on it
 _CASES = bytes(
     ord("a") if 0x61 <= b <= 0x7A else ord("A") if 0x41 <= b <= 0x5A else 0x20 for b in range(256)
 )
-_SYMBOL = rb"[\x00-\x08\x0e-\x1f!-/:-@\[-`{-~\x7f]"
-# a run of these alone is the structure of JSON, markup or a call (`":{"`, `</`, `\\"`, `('`),
-# not soup
-_STRUCTURE = b"\"{}[]:,\\<>/()'"
-# symbols -> ".", letters (and non-ASCII bytes) -> "a", digits -> "0", line feeds and spaces
-# stay, the rest (other whitespace) -> "\t"
-_SHAPES = bytes(
-    ord(
-        "."
-        if re.fullmatch(_SYMBOL, bytes((b,)))
-        else "a"
-        if b >= 0x80 or chr(b).isalpha()
-        else "0"
-        if 0x30 <= b <= 0x39
-        else chr(b)
-        if b in (0x0A, 0x20)
-        else "\t"
-    )
-    for b in range(256)
-)
-# ASCII whitespace but line feeds -> " ", line feeds stay, the rest -> "x"
-_GAPS = bytes(ord("\n" if b == 0x0A else " " if b in b" \t\v\f\r" else "x") for b in range(256))
-_DIGITS = bytes(byte if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
-# ASCII symbols and controls kept, the rest -> " " (split() then yields the runs of symbols)
-_SYMBOLS_KEPT = bytes(byte if _SHAPES[byte] == ord(".") else 0x20 for byte in range(256))
-_SOUP = 3  # a run of 3 symbols or more may be symbol soup
-# 4 or more of one symbol in a run (`----` in `//===----===//`): long tokens, not soup
-_REPEATED = re.compile(rb"(.)\1{3,}", re.S)
-_LONGEST_RUN = 256  # repeated symbols held whole are looked for up to this length
 _CACHED_WORDS = 1 << 16  # long unknown words whose prices the cache keeps
 _LATIN = (b"l", b"L", b"S", b"m")  # classes of Latin-1, Latin Extended, symbols, IPA and marks
 _FOREIGN_SHARE = 2  # unknown words 1 in 2 of the words or more: see foreign_tokens
 _CAMEL_SHARE = 4  # ... unless case changes are more than 1 per 4 unknown ASCII words
+
+
+def case_changes(words: bytes, *, random: bool = False) -> int:
+    """The case changes in the ASCII `words` where the tokenizers cut a word: a lowercase
+    letter followed by a capital (`camelCase`) and a run of 2 capitals or more followed by a
+    lowercase letter (`HTTPServer`, `rEsOurCe`). Matches of `aA` cannot overlap, nor can
+    those of `AAa`: each ends in a letter of the other case than it starts with.
+
+    `random`: for letters priced as random letters (`_PER_LETTER` a letter, which already
+    holds most of what a change costs there), only the first kind, as that price was set."""
+    cases = words.translate(_CASES)
+    if random:
+        return cases.count(b"aA")
+    return cases.count(b"aA") + cases.count(b"AAa")
+
+
+def _changes_or_random(words: bytes, letters: int) -> int | None:
+    """The case changes of the ASCII `words` (`letters` letters) that look like words
+    (`case_changes`), or None where they are in random case: a lowercase letter alone between
+    capitals twice or more, in one letter of `_CASE_SHARE` or more, and capitals a share
+    `_CAPITALS` of the letters or more."""
+    cases = words.translate(_CASES)
+    alone = cases.count(b"AaA")
+    if (
+        alone >= 2
+        and alone * _CASE_SHARE >= letters
+        and letters - len(words.translate(None, _UPPER)) >= _CAPITALS * letters
+    ):
+        return None
+    return cases.count(b"aA") + cases.count(b"AAa")
 
 
 def solid_floor(classes: bytes) -> int:
@@ -154,13 +178,15 @@ def _word_price(word: bytes, pairs: re.Pattern[bytes]) -> int:
     size = len(word)
     lower = word.lower()
     rare = len(pairs.findall(lower))
-    changes = word.translate(_CASES).count(b"aA")
     if (
         rare * _RARE_SHARE >= size - 1
         or size - len(word.translate(None, _VOWELS)) < _VOWEL_SHARE * size
         or len(set(lower)) * _FEW_LETTERS <= size
     ):
-        return 1 + math.ceil((size - 1) * _PER_LETTER) + changes // 2
+        return 1 + math.ceil((size - 1) * _PER_LETTER) + case_changes(word, random=True) // 2
+    changes = _changes_or_random(word, size)
+    if changes is None:  # in random case
+        return 1 + math.ceil((size - 1) * _PER_LETTER)
     return 1 + rare + changes
 
 
@@ -205,7 +231,12 @@ def word_tokens(unknown: Sequence[bytes], vocab: Vocabulary) -> int:
         few_vowels = vowels < _GROUP_VOWEL_SHARE * letters and rare * _SOME_RARE >= pairs
         if rare * _RARE_SHARE >= pairs or few_vowels:  # not words
             rare = math.ceil(pairs * _PER_LETTER)
-        total += len(short) + rare + joined.translate(_CASES).count(b"aA")
+            changes = case_changes(joined, random=True)
+        elif (found := _changes_or_random(joined, letters)) is None:  # random case
+            rare, changes = math.ceil(pairs * _PER_LETTER), 0
+        else:
+            changes = found
+        total += len(short) + rare + changes
     if len(short) + len(caps) < len(unknown):
         long = [w for w in unknown if len(w) >= _LONG]
         total += sum(map(_word_price, long, repeat(vocab.rare_pairs)))
@@ -243,117 +274,6 @@ def clear_caches() -> None:
     _word_price.cache_clear()
 
 
-def text_tokens(
-    data: bytes, whole: frozenset[bytes], counts: tuple[int, int, int, int, int, int] | None = None
-) -> int:
-    """What the digits, ASCII symbols, gaps and line breaks of the UTF-8 `data` cost at least;
-    `whole`: the runs of symbols that the encodings hold whole in one token
-    (`Vocabulary.symbol_runs`: every lone symbol, and runs of 2 or more that their tokens hold).
-
-    Never more than `text_bound` plus `gap_bound` of its class counts. `counts`, if given, are
-    the counts of the class n-grams `0`, `00`, `000`, `\\n`, `\\n\\n` and ` 0` in `data`
-    (`_CLASSES`), which spare passes where they decide alone."""
-    total = 0
-    if counts is not None and not counts[2]:  # digit runs of 1 or 2 only: a piece each
-        total += counts[0] - counts[1]  # L - floor(L / 2) = 1 for each run
-    else:  # a piece per 3 digits of each run, rounded up
-        numbers = data.translate(_DIGITS).split()
-        total += sum(map(floordiv, map(add, map(len, numbers), repeat(2)), repeat(3)))
-    shapes = data.translate(_SHAPES)
-    # whitespace the pre-splitting keeps apart: a run of 2 or more spaces or tabs before a
-    # letter, symbol or digit (all but its last character are a piece: `\s+(?!\S)`), and a
-    # space before a digit (digits take no prefix)
-    total += data.translate(_GAPS).count(b"  x")
-    total += shapes.count(b" 0") if counts is None else counts[5]
-    runs = data.translate(_SYMBOLS_KEPT).split()  # the runs of symbols
-    if runs:
-        # a token each, but for the lone symbols that a letter follows (".a" ends every run a
-        # letter follows, "..a" every longer one): the symbol joins the word (`"Apr`), unless a
-        # space comes before it (` "` is a piece, then `Apr`); a line break that follows a run
-        # joins it (`):\n`): one less per run of line breaks that a symbol ends
-        total += len(runs) - shapes.count(b".a") + shapes.count(b"..a") + shapes.count(b" .a")
-        total -= shapes.count(b".\n")
-        if b".." in shapes:
-            # a run of 2 or more is a piece of its own (with a space before it and line breaks
-            # after it: ` [<`, `>]\n`), 2 tokens at least where no token holds it whole (a
-            # lone symbol is a token: `whole` holds them all); one C-level pass where all are
-            if not whole.issuperset(runs):
-                total += len(runs) - sum(map(whole.__contains__, runs))
-            if b"..." in shapes:
-                soups = [
-                    run
-                    for run in compress(runs, map(ge, map(len, runs), repeat(_SOUP)))
-                    if len(set(run)) >= 3 and run.translate(None, _STRUCTURE)
-                ]
-                if soups:
-                    # repeats of one symbol are rare in soup: one C-level test for them all
-                    if _repeats_in(b" ".join(soups)):
-                        total += sum(soup_tokens(run, whole) for run in soups)
-                    else:
-                        total += sum(map(math.ceil, map(_PER_SYMBOL.__mul__, map(len, soups))))
-                    total -= 2 * len(soups) - sum(map(whole.__contains__, soups))
-    # line breaks, a run of them half as many rounded up (the classes count a carriage return
-    # as one)
-    if counts is None or b"\r" in data:
-        return total + data.count(b"\n") - data.count(b"\n\n")
-    return total + counts[3] - counts[4]
-
-
-@functools.lru_cache(maxsize=8)
-def _repeats(whole: frozenset[bytes]) -> dict[int, tuple[int, ...]]:
-    """Per ASCII symbol, the lengths of its repeats that `whole` holds (longest first, 1
-    last): `-` is held 112 long, `]` only 2."""
-    out = {}
-    for byte in range(0x80):
-        one = bytes((byte,))
-        held = (n for n in range(_LONGEST_RUN, 1, -1) if one * n in whole)
-        out[byte] = (*held, 1)
-    return out
-
-
-def _repeats_in(data: bytes) -> bool:
-    """Whether `data` holds 4 or more of one byte in a row: the XOR of its bytes with their
-    successors, as two big integers, has 3 zero bytes in a row (C-level passes only)."""
-    if len(data) < 4:
-        return False
-    pairs = int.from_bytes(data[:-1], "big") ^ int.from_bytes(data[1:], "big")
-    return b"\0\0\0" in pairs.to_bytes(len(data) - 1, "big")
-
-
-def soup_tokens(run: bytes, whole: frozenset[bytes]) -> int:
-    """What a run of symbols that is symbol soup costs: 0.66 tokens per symbol, but a repeat
-    of 4 or more of one symbol (a rule line's `----`) costs the pieces the longest repeats
-    that `whole` holds make of it, taken greedily, as a tokenizer merges them."""
-    short = len(run)
-    pieces = 0
-    repeats = _repeats(whole)
-    for found in _REPEATED.finditer(run):
-        size = found.end() - found.start()
-        short -= size
-        for held in repeats[run[found.start()]]:
-            pieces += size // held
-            size %= held
-    return math.ceil(short * _PER_SYMBOL) + pieces
-
-
-def text_bound(digits: int, pairs: int, triples: int, *symbols_and_breaks: int) -> int:
-    """With `gap_bound`, an upper bound of `text_tokens` from counts of the character classes
-    (`_CLASSES`): digits, non-overlapping digit pairs and triples, then symbols (classes `.`,
-    `-`, `_` and controls) and line breaks. A run of L digits makes ceil(L / 3) <= floor(L / 3)
-    + L - floor(L / 2) pieces; a run of symbols at most one token per symbol (0.66 in soup); a
-    line break at most one."""
-    return digits - pairs + triples + sum(symbols_and_breaks)
-
-
-def gap_bound(double_spaces: int, spaced_digits: int, controls: int) -> int:
-    """An upper bound of the whitespace pieces `text_tokens` counts, from class counts: the
-    non-overlapping double spaces, the spaces before a digit and the tabs and controls. A run
-    of 2 or more whitespace characters holds a double space, or a tab, vertical tab or form
-    feed (which the classes count with the controls), or a carriage return (which they count
-    with the line breaks in `text_bound`, and `text_tokens` does not count as one)."""
-    return double_spaces + spaced_digits + controls
-
-
 def forced_tokens(
     data: bytes,
     known_tokens: int,
@@ -365,7 +285,7 @@ def forced_tokens(
     """The piece-by-piece count of `floor_tokens`, from the UTF-8 `data`, the sum of the token
     counts of its known words, its unknown ASCII words, its unknown non-ASCII words and the
     number of its words."""
-    pieces = text_tokens(data, vocab.symbol_runs)
+    pieces = text_tokens(data, vocab.symbol_runs, spaces=vocab.space_runs)
     return known_tokens + unknown_tokens(unknown, other, words, vocab) + pieces
 
 

@@ -248,6 +248,10 @@ class Vocabulary:
     held: frozenset[int] = frozenset()
     """Pairs of adjacent characters, one of them non-ASCII at least, that some token of every
     encoding covered holds, and every pair of ASCII letters, as `_pair_code`s (`cuts`)."""
+    space_runs: tuple[tuple[int, ...], ...] = ()
+    """Per encoding covered, the lengths of the runs of spaces that one of its tokens holds,
+    ascending (1 to 79 or 81, then 83, 87, 91, 95 and 128): a longer run is several tokens
+    (for the floor)."""
 
     @classmethod
     def build(
@@ -264,6 +268,7 @@ class Vocabulary:
         foreign: float = 0.0,
         symbol_runs: Iterable[str] = (),
         held: str = "",
+        space_runs: Iterable[str] = (),
     ) -> Vocabulary:
         """`single`: the non-ASCII characters that are single tokens (for the rare-character
         features); `floor_singles`: the same per encoding for the floor (default: `single`);
@@ -273,7 +278,8 @@ class Vocabulary:
         others are ignored: a character that is not a single token is rare, not weak);
         `foreign`: see the field; `symbol_runs`: `EstimateData.symbol_runs` of each encoding
         covered; `held`: `EstimateData.held`, the pairs of `held` (2 characters each,
-        concatenated)."""
+        concatenated); `space_runs`: `EstimateData.space_runs` of each encoding covered
+        (an empty list: none held, the floor's rule for long runs of spaces is off)."""
         table = {w.encode(): n for w, n in zip(words, tokens, strict=True)}
         floors = tuple(map(_singles_pattern, floor_singles or (single,)))
         costs = tuple(BlockCosts.build(block_costs(c)) for c in floor_costs) or tuple(
@@ -298,6 +304,7 @@ class Vocabulary:
             foreign,
             _common_runs(symbol_runs),
             _held_codes(held),
+            tuple(tuple(sorted(map(int, runs.split()))) for runs in space_runs if runs),
         )
 
 
@@ -362,6 +369,7 @@ def vocabulary(target: str) -> Vocabulary:
         foreign=max(FOREIGN_COSTS[t] for t in covered),
         symbol_runs=[data.symbol_runs.get(t, "") for t in covered],
         held=data.held.get(target, ""),
+        space_runs=[data.space_runs.get(t, "") for t in covered],
     )
 
 

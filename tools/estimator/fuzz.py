@@ -1,0 +1,277 @@
+"""Text made to be unlike anything the estimate was fitted on: its worst under-counts.
+
+    python tools/estimator/fuzz.py                 # print the table (about a minute)
+    python tools/estimator/fuzz.py --docs          # also write it into docs/estimator.md
+    python tools/estimator/fuzz.py --samples 2000  # more texts per kind
+
+The issue's safety bound holds on any text: no chunk of 200 characters or more more than 25%
+under either encoding. The corpus's families and the tests' generated ones are text someone
+chose; this draws texts of 200-3,000 characters from about 50 kinds meant to break the
+estimate's assumptions (words, spacing, letters' case, character classes): the standard
+library's sources altered (upper case, random case, reversed, shuffled, letters swapped for
+look-alikes, zero-width spaces between letters...), whitespace (justified and padded text,
+runs of spaces longer than any token), control characters and binary read as text, encodings
+(percent-encoding, HTML entities, `\\u` escapes, base32, base85), numbers, and random
+characters of single Unicode blocks. Each kind's texts come from a fixed seed: the same table
+on every run. Nothing is fitted on them; three rules of the floor came from a first run of it
+(docs/estimator.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import codecs
+import json
+import random
+import string
+import sys
+import sysconfig
+import urllib.parse
+from collections.abc import Callable
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import report  # noqa: E402
+import tiktoken  # noqa: E402
+from ragbudget import use_bundled_tiktoken_files  # noqa: E402
+from ragbudget._estimate import estimate_tokens  # noqa: E402
+
+DOCS = HERE.parents[1] / "docs" / "estimator.md"
+ENCODINGS = ("cl100k_base", "o200k_base")
+SIZES = (200, 400, 800, 1600, 3000)
+Make = Callable[[random.Random, int], str]
+
+
+def _sources() -> list[str]:
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    return [p.read_text(errors="replace") for p in sorted(stdlib.glob("*.py"))[:200]]
+
+
+SOURCES = _sources()
+WORDS = sorted({w for text in SOURCES[:80] for w in text.split() if w.isalpha()})
+
+
+def _real(rng: random.Random, size: int) -> str:
+    text = rng.choice(SOURCES)
+    start = rng.randrange(max(1, len(text) - size))
+    return text[start : start + size]
+
+
+def _block(low: int, high: int, space: float = 0.15) -> Make:
+    def make(rng: random.Random, size: int) -> str:
+        chars = (
+            " " if rng.random() < space else chr(rng.randrange(low, high)) for _ in range(size)
+        )
+        return "".join(c for c in chars if not 0xD800 <= ord(c) < 0xE000)
+
+    return make
+
+
+def _altered(change: Callable[[random.Random, str], str]) -> Make:
+    return lambda rng, size: change(rng, _real(rng, size))
+
+
+def _joined(make_one: Callable[[random.Random], str], sep: str = "\n", each: int = 20) -> Make:
+    return lambda rng, size: sep.join(make_one(rng) for _ in range(max(1, size // each)))
+
+
+_LOOK_ALIKES = str.maketrans("aeopcxy", "аеорсху")  # Cyrillic letters that look Latin
+_CONTROLS = (*range(9), *range(14, 32), 127)
+
+KINDS: dict[str, Make] = {
+    # the standard library's sources, altered
+    "source code": _real,
+    "upper case": _altered(lambda rng, t: t.upper()),
+    "title case": _altered(lambda rng, t: t.title()),
+    "random case": _altered(
+        lambda rng, t: "".join(c.swapcase() if rng.random() < 0.5 else c for c in t)
+    ),
+    "reversed": _altered(lambda rng, t: t[::-1]),
+    "shuffled characters": _altered(lambda rng, t: "".join(rng.sample(t, len(t)))),
+    "shuffled words": _altered(lambda rng, t: " ".join(rng.sample(t.split(), len(t.split())))),
+    "rot13": _altered(lambda rng, t: codecs.encode(t, "rot13")),
+    "no vowels": _altered(lambda rng, t: t.translate(str.maketrans("", "", "aeiouAEIOU"))),
+    "leetspeak": _altered(lambda rng, t: t.translate(str.maketrans("aeiostl", "4310571"))),
+    "look-alike letters": _altered(
+        lambda rng, t: "".join(c.translate(_LOOK_ALIKES) if rng.random() < 0.5 else c for c in t)
+    ),
+    "zero-width spaces": _altered(lambda rng, t: "\u200b".join(t[: len(t) // 2])),
+    "spaced letters": _altered(lambda rng, t: " ".join(t[: len(t) // 2])),
+    "words run together": lambda rng, size: "".join(rng.choices(WORDS, k=size // 6))[:size],
+    "camel case": _joined(lambda rng: "".join(w.capitalize() for w in rng.sample(WORDS, 4)), " "),
+    "capitals and words": _joined(
+        lambda rng: "".join(w.upper() if rng.random() < 0.5 else w for w in rng.sample(WORDS, 3)),
+        " ",
+    ),
+    "fullwidth": _altered(
+        lambda rng, t: "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in t)
+    ),
+    "math bold": _altered(
+        lambda rng, t: "".join(
+            chr(0x1D400 + ord(c) - 65)
+            if "A" <= c <= "Z"
+            else chr(0x1D41A + ord(c) - 97)
+            if "a" <= c <= "z"
+            else c
+            for c in t
+        )
+    ),
+    "combining marks": _altered(
+        lambda rng, t: "".join(
+            c + "".join(chr(rng.randrange(0x300, 0x370)) for _ in range(rng.randint(0, 3)))
+            for c in t[: len(t) // 3]
+        )
+    ),
+    # whitespace
+    "justified (wide gaps)": lambda rng, size: "".join(
+        rng.choice(WORDS) + " " * rng.randint(1, 60) for _ in range(size // 30)
+    ),
+    "padded columns": _joined(
+        lambda rng: "".join(rng.choice(WORDS)[:24].ljust(25) for _ in range(4))
+    ),
+    "right-aligned numbers": _joined(
+        lambda rng: str(rng.randrange(10**6)).rjust(rng.randint(20, 120))
+    ),
+    "trailing spaces": _joined(
+        lambda rng: rng.choice(WORDS) + " " * rng.randint(40, 200), each=100
+    ),
+    "leading spaces": _joined(lambda rng: " " * rng.randint(40, 200) + rng.choice(WORDS), each=100),
+    "one character repeated": lambda rng, size: rng.choice("a-=.*#0 x\t\n") * size,
+    "one word repeated": lambda rng, size: (
+        (rng.choice(WORDS) + rng.choice(("", " "))) * (size // 6)
+    ),
+    "whitespace only": lambda rng, size: "".join(
+        rng.choice(" \t\n\r\x0b\x0c\u00a0\u3000") for _ in range(size)
+    ),
+    # control characters and binary read as text
+    "control characters": lambda rng, size: "".join(
+        chr(rng.choice(_CONTROLS)) for _ in range(size)
+    ),
+    "runs of control characters": lambda rng, size: "".join(
+        chr(rng.randrange(32)) * rng.randint(1, 40) for _ in range(size // 10)
+    ),
+    "binary as Latin-1": lambda rng, size: rng.randbytes(size).decode("latin-1"),
+    "binary as UTF-8 (replaced)": lambda rng, size: rng.randbytes(size).decode("utf-8", "replace"),
+    "text with stray bytes": _altered(
+        lambda rng, t: "".join(chr(rng.randrange(32)) if rng.random() < 0.1 else c for c in t)
+    ),
+    "null-padded records": lambda rng, size: "".join(
+        rng.choice(WORDS) + "\x00" * rng.randint(1, 50) for _ in range(size // 20)
+    ),
+    "ANSI-coloured log": _joined(
+        lambda rng: (
+            f"\x1b[{rng.choice((0, 1, 31, 32, 33))}m{rng.choice(WORDS)}\x1b[0m "
+            + " ".join(rng.choices(WORDS, k=5))
+        ),
+        each=50,
+    ),
+    # encodings
+    "percent-encoded": _altered(lambda rng, t: urllib.parse.quote(t[: len(t) // 2])),
+    "percent-encoded Cyrillic": lambda rng, size: urllib.parse.quote(
+        _block(0x400, 0x500)(rng, size // 6)
+    ),
+    "HTML entities": _altered(
+        lambda rng, t: "".join(
+            f"&#{ord(c)};" if rng.random() < 0.5 else c for c in t[: len(t) // 3]
+        )
+    ),
+    "\\u-escaped Han": lambda rng, size: json.dumps(_block(0x4E00, 0x9FFF, 0)(rng, size // 6)),
+    "base32": lambda rng, size: base64.b32encode(rng.randbytes(size * 5 // 8)).decode(),
+    "base85": lambda rng, size: base64.b85encode(rng.randbytes(size * 4 // 5)).decode(),
+    "hex dump": lambda rng, size: " ".join(f"{b:02x}" for b in rng.randbytes(size // 3)),
+    "bits": lambda rng, size: "".join(rng.choice("01") for _ in range(size)),
+    "morse": lambda rng, size: "".join(rng.choice((".", "-", " ", " / ")) for _ in range(size)),
+    # numbers
+    "numbers": lambda rng, size: " ".join(
+        str(rng.randrange(10 ** rng.randint(1, 12))) for _ in range(size // 7)
+    ),
+    "floats": lambda rng, size: ",".join(
+        f"{rng.uniform(-1e3, 1e3):.6f}" for _ in range(size // 10)
+    ),
+    "IPv6 addresses": _joined(
+        lambda rng: ":".join(f"{rng.randrange(65536):x}" for _ in range(8)), each=30
+    ),
+    "letters and digits": lambda rng, size: "".join(
+        rng.choices(string.ascii_letters + string.digits, k=size)
+    ),
+    # random characters of one Unicode block
+    "Latin Extended": _block(0x100, 0x250),
+    "IPA": _block(0x250, 0x2B0),
+    "Cyrillic (all)": _block(0x400, 0x530),
+    "Greek Extended": _block(0x1F00, 0x2000),
+    "Arabic": _block(0x600, 0x700),
+    "Arabic presentation forms": _block(0xFB50, 0xFE00),
+    "Devanagari": _block(0x900, 0x980),
+    "Thai": _block(0xE00, 0xE80, 0),
+    "Hangul Jamo": _block(0x1100, 0x1200),
+    "CJK Extension A": _block(0x3400, 0x4DC0),
+    "CJK Extension B": _block(0x20000, 0x2A6E0),
+    "Braille": _block(0x2800, 0x2900),
+    "box drawing": _block(0x2500, 0x2580, 0.05),
+    "mathematical operators": _block(0x2200, 0x2300),
+    "emoji": _block(0x1F300, 0x1FB00),
+    "private use": _block(0xE000, 0xF900),
+    "any BMP character": _block(0x80, 0xFFFF),
+    "any character": _block(0x80, 0x110000),
+}
+"""Each kind: (a random generator, a length in characters) -> a text."""
+
+COUNTERS = (
+    ("`estimate`", "max", "cl100k_base"),
+    ("`estimate`", "max", "o200k_base"),
+    ("`estimate:cl100k_base`", "cl100k_base", "cl100k_base"),
+    ("`estimate:o200k_base`", "o200k_base", "o200k_base"),
+)
+
+
+def worst(samples: int) -> dict[str, list[float]]:
+    """Per kind, each counter's worst under-count (percent) on `samples` texts of 200
+    characters or more (COUNTERS' order)."""
+    use_bundled_tiktoken_files()
+    encs = {name: tiktoken.get_encoding(name) for name in ENCODINGS}
+    out = {}
+    for kind, make in KINDS.items():
+        rng = random.Random(kind)
+        under = [0.0] * len(COUNTERS)
+        for _ in range(samples):
+            text = make(rng, rng.choice(SIZES))
+            if len(text) < 200:
+                continue
+            truth = {name: len(enc.encode_ordinary(text)) for name, enc in encs.items()}
+            ests = {target: estimate_tokens(text, target) for target in ("max", *ENCODINGS)}
+            for i, (_, target, against) in enumerate(COUNTERS):
+                under[i] = max(under[i], 100 * (1 - ests[target] / truth[against]))
+        out[kind] = under
+    return out
+
+
+def table(samples: int) -> str:
+    rows = worst(samples)
+    head = " | ".join(f"{name} vs {against}" for name, _, against in COUNTERS)
+    lines = [f"| kind | {head} |", "|---" * (len(COUNTERS) + 1) + "|"]
+    for kind, under in rows.items():
+        cells = (f"**{u:.0f}%**" if u > report.WORST else f"{u:.0f}%" for u in under)
+        lines.append(f"| {kind} | " + " | ".join(cells) + " |")
+    over = sum(u > report.WORST for under in rows.values() for u in under)
+    return (
+        f"Worst under-count on {samples} texts of each kind (200-3,000 characters; `python "
+        f"tools/estimator/fuzz.py --samples {samples}`; bold over 25%): {over} of "
+        f"{len(rows) * len(COUNTERS)} cells over the bound.\n\n" + "\n".join(lines)
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--docs", action="store_true", help="write the table into the docs")
+    parser.add_argument("--samples", type=int, default=300, help="texts per kind")
+    args = parser.parse_args()
+    if args.samples < 1:
+        parser.error("--samples must be 1 or more")
+    return report.show(table(args.samples), DOCS if args.docs else None, "fuzz-table")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
