@@ -83,6 +83,7 @@ from ragbudget._estimate_text import (
     Vocabulary,
     cuts,
     features,
+    one_break,
     vocabulary,
 )
 
@@ -253,6 +254,7 @@ def estimate_tokens(text: str, target: str = DEFAULT_TARGET) -> int:
     if not text:
         return 0
     m = _model(target)
+    text = one_break(text)  # `\r\n` costs what `\n` does
     data = text.encode("utf-8", "surrogatepass")
     size = len(data)
     ascii_only = size == len(text)

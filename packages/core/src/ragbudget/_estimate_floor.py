@@ -82,7 +82,7 @@ from collections.abc import Sequence
 from itertools import filterfalse, repeat
 
 from ragbudget._estimate_pieces import gap_bound, soup_tokens, space_pieces, text_bound, text_tokens
-from ragbudget._estimate_text import _CLASSES, _CONTINUATION, _WORD_TABLE, Vocabulary
+from ragbudget._estimate_text import _CLASSES, _CONTINUATION, _WORD_TABLE, Vocabulary, one_break
 
 __all__ = [
     "case_changes",
@@ -294,8 +294,9 @@ def floor_parts(
 ) -> tuple[bytes, bytes, int, list[bytes], list[bytes], int]:
     """What the floor is counted from: the UTF-8 of `text`, its classes (`_CLASSES`, one per
     character), the token count of its known words, its unknown ASCII words, its unknown
-    words with non-ASCII letters and the number of its words."""
-    data = text.encode("utf-8", "surrogatepass")
+    words with non-ASCII letters and the number of its words (`\\r\\n` read as `\\n`,
+    `one_break`)."""
+    data = one_break(text).encode("utf-8", "surrogatepass")
     classes = data.translate(_CLASSES, _CONTINUATION)
     words = data.translate(_WORD_TABLE).split()
     table = vocab.words

@@ -396,8 +396,19 @@ FEATURE_NAMES: tuple[str, ...] = (
 )
 
 
+def one_break(text: str) -> str:
+    """`text` with each carriage return and line feed as a line feed alone: both encodings
+    hold `\\r\\n` in one token wherever they hold `\\n` (as a line break alone, after symbols,
+    in runs), so Windows text costs what the same text with Unix line breaks costs (the same
+    count on half of the held-out chunks, at most 4% more on 99 in 100). Without it the
+    classes took each `\\r\\n` for a blank line: such text was over-counted by 3-7 points more
+    (median), past 10% on code and JSON."""
+    return text.replace("\r\n", "\n") if "\r" in text else text
+
+
 def features(text: str, vocab: Vocabulary) -> list[int]:
     """The feature vector of `text` (see the module docstring), aligned with FEATURE_NAMES."""
+    text = one_break(text)
     data = text.encode("utf-8", "surrogatepass")
     ascii_only = len(data) == len(text)
     classes = data.translate(_CLASSES) if ascii_only else data.translate(_CLASSES, _CONTINUATION)
