@@ -3,7 +3,7 @@
     python tools/estimator/fuzz.py                 # print the table (about 45 seconds)
     python tools/estimator/fuzz.py --docs          # also write it into docs/estimator.md
     python tools/estimator/fuzz.py --samples 2000  # more texts per kind
-    python tools/estimator/fuzz.py --line-breaks   # Windows line breaks against Unix ones
+    python tools/estimator/fuzz.py --variants      # `\\r\\n` line breaks, no-break spaces
 
 The issue's safety bound is for any text: no chunk of 200 characters or more more than 25%
 under either encoding. The corpus's families and the tests' generated ones are text someone
@@ -27,6 +27,7 @@ import codecs
 import gzip
 import json
 import random
+import re
 import statistics
 import string
 import sys
@@ -326,25 +327,32 @@ SAMPLE = HERE.parents[1] / "tests" / "core" / "data" / "estimator_sample.json.gz
 NATURAL = ("code", "prose", "markdown", "json", "logs", "config", "email", "markup", "sql")
 
 
-def line_breaks() -> str:
+VARIANTS: dict[str, Callable[[str], str]] = {
+    "as they are": lambda t: t,
+    "with `\\r\\n` line breaks": lambda t: t.replace("\n", "\r\n"),
+    "one space in 3 before a word no-break": lambda t: re.sub(
+        r" (?=\w)", lambda m: "\u00a0" if m.start() % 3 == 0 else " ", t
+    ),
+}
+"""Whitespace that other systems write: Windows line breaks, no-break spaces (web text)."""
+
+
+def variants() -> str:
     """Per family of the tests' held-out sample: the default estimate's median error against
-    the larger count and its worst under-count, on the chunks as they are and with Windows
-    line breaks (`\\r\\n`)."""
+    the larger count and its worst under-count, on the chunks as they are and in VARIANTS."""
     use_bundled_tiktoken_files()
     encs = [tiktoken.get_encoding(name) for name in ENCODINGS]
     rows = json.loads(gzip.decompress(SAMPLE.read_bytes()))
-    lines = [
-        "| family | chunks | `\\n`: median error / worst under "
-        "| `\\r\\n`: median error / worst under |",
-        "|---|---|---|---|",
-    ]
+    head = " | ".join(f"{name}: median error / worst under" for name in VARIANTS)
+    lines = [f"| family | chunks | {head} |", "|---" * (len(VARIANTS) + 2) + "|"]
     for family in NATURAL:
         texts = [r["text"].replace("\r\n", "\n") for r in rows if r["family"] == family]
         cells = []
-        for variant in (texts, [t.replace("\n", "\r\n") for t in texts]):
+        for change in VARIANTS.values():
+            changed = list(map(change, texts))
             errors = [
                 estimate_tokens(t) / max(len(enc.encode_ordinary(t)) for enc in encs) - 1
-                for t in variant
+                for t in changed
             ]
             cells.append(f"{100 * statistics.median(errors):+.1f}% / {-100 * min(errors):.1f}%")
         lines.append(f"| {family} | {len(texts)} | " + " | ".join(cells) + " |")
@@ -356,11 +364,11 @@ def main() -> int:
     parser.add_argument("--docs", action="store_true", help="write the table into the docs")
     parser.add_argument("--samples", type=int, default=300, help="texts per kind")
     parser.add_argument(
-        "--line-breaks", action="store_true", help="Windows line breaks' cost instead"
+        "--variants", action="store_true", help="line breaks and no-break spaces instead"
     )
     args = parser.parse_args()
-    if args.line_breaks:
-        print(line_breaks())
+    if args.variants:
+        print(variants())
         return 0
     if args.samples < 1:
         parser.error("--samples must be 1 or more")
