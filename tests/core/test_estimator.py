@@ -160,6 +160,8 @@ def test_no_break_spaces_cost_a_token_each(sample: dict[str, list[str]], family:
     ]
     assert sum(t.count("\u00a0") for t in texts) > 10 * len(texts)
     estimates = [estimate_tokens(t) for t in texts]
+    vocab = vocabulary(DEFAULT_TARGET)
+    assert all(floor_tokens(t, vocab) <= e for t, e in zip(texts, estimates, strict=True))
     truths = {e: [get_counter(f"tiktoken:{e}").count(t) for t in texts] for e in TARGETS}
     for encoding in TARGETS:
         _assert_no_dangerous_under_count(_errors(estimates, truths[encoding]))

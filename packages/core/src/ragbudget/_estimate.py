@@ -84,6 +84,7 @@ from ragbudget._estimate_text import (
     cuts,
     features,
     one_break,
+    plain_spaces,
     vocabulary,
 )
 
@@ -248,29 +249,15 @@ def estimate_tokens(text: str, target: str = DEFAULT_TARGET) -> int:
     Deterministic; 0 for the empty string, otherwise between 1 and the UTF-8 length.
     Equal to `ceil(features(text) . weights)` clamped, computed without building the vector,
     for text without no-break spaces (U+00A0); with them, the estimate of the text with each
-    replaced by a space, plus one per run of them (both encodings make a token of a lone one,
-    and of the word after it: `10\\u00a0km` is `10`, `\\u00a0`, `km`; read as a letter, it
-    joined two words into one unknown word, and French text from the web, with one before
-    `:` or `!`, was over-counted).
+    replaced by a space, plus one per run of them (`plain_spaces`).
     """
     if target not in _TARGET_NAMES:
         msg = f"target must be one of {(DEFAULT_TARGET, *TARGETS)}, got {target!r}"
         raise ValueError(msg)
     if not text:
         return 0
-    text = one_break(text)  # `\r\n` costs what `\n` does
-    if _NBSP in text:  # a run of no-break spaces: as many spaces, and a token more
-        runs = len(_NBSP_RUNS.findall(text))
-        return _estimate(text.replace(_NBSP, " "), target) + runs
-    return _estimate(text, target)
-
-
-_NBSP = "\u00a0"
-_NBSP_RUNS = re.compile(_NBSP + "+")
-
-
-def _estimate(text: str, target: str) -> int:
-    """`estimate_tokens` of non-empty `text` that holds no `\\r\\n` nor no-break space."""
+    # `\r\n` costs what `\n` does; a run of no-break spaces, as many spaces and a token more
+    text, runs = plain_spaces(one_break(text))
     m = _model(target)
     data = text.encode("utf-8", "surrogatepass")
     size = len(data)
@@ -354,4 +341,4 @@ def _estimate(text: str, target: str) -> int:
         )
     if len(classes) > _SOLID_CHARS * raw:  # else solid_floor(classes) <= raw
         forced = max(forced, solid_floor(classes))
-    return min(max(raw, forced), size)
+    return min(max(raw, forced), size) + runs

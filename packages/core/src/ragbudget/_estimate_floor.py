@@ -82,7 +82,14 @@ from collections.abc import Sequence
 from itertools import filterfalse, repeat
 
 from ragbudget._estimate_pieces import gap_bound, soup_tokens, space_pieces, text_bound, text_tokens
-from ragbudget._estimate_text import _CLASSES, _CONTINUATION, _WORD_TABLE, Vocabulary, one_break
+from ragbudget._estimate_text import (
+    _CLASSES,
+    _CONTINUATION,
+    _WORD_TABLE,
+    Vocabulary,
+    one_break,
+    plain_spaces,
+)
 
 __all__ = [
     "case_changes",
@@ -307,6 +314,9 @@ def floor_parts(
 
 
 def floor_tokens(text: str, vocab: Vocabulary) -> int:
-    """The least the estimate returns for non-empty `text` (see the module docstring)."""
+    """The least the estimate returns for non-empty `text` (see the module docstring); a run
+    of no-break spaces counts as spaces and one token more (`plain_spaces`)."""
+    text, runs = plain_spaces(text)
     data, classes, known, unknown, other, words = floor_parts(text, vocab)
-    return max(solid_floor(classes), forced_tokens(data, known, unknown, other, vocab, words))
+    floor = max(solid_floor(classes), forced_tokens(data, known, unknown, other, vocab, words))
+    return floor + runs

@@ -406,6 +406,21 @@ def one_break(text: str) -> str:
     return text.replace("\r\n", "\n") if "\r" in text else text
 
 
+_NO_BREAK = "\u00a0"
+_NO_BREAK_RUNS = re.compile(_NO_BREAK + "+")
+
+
+def plain_spaces(text: str) -> tuple[str, int]:
+    """`text` with its no-break spaces (U+00A0) as spaces, and how many runs of them it held:
+    both encodings make a token of a lone one and of the word after it (`10\\u00a0km` is
+    `10`, `\\u00a0`, `km`), so the estimate counts a run as spaces and one token more. Read as
+    a letter, as every non-ASCII byte is, one joined the words around it into one unknown
+    word (web text holds them; French puts one before `:` and `!`)."""
+    if _NO_BREAK not in text:
+        return text, 0
+    return text.replace(_NO_BREAK, " "), len(_NO_BREAK_RUNS.findall(text))
+
+
 def features(text: str, vocab: Vocabulary) -> list[int]:
     """The feature vector of `text` (see the module docstring), aligned with FEATURE_NAMES."""
     text = one_break(text)
