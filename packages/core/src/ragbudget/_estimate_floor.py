@@ -125,7 +125,7 @@ _SOME_RARE = 10
 _FEW_LETTERS = 3  # 3 times as many letters as distinct ones: a sequence
 # a lowercase letter alone between capitals in one letter of 16 or more: words in random case
 # (`rEsOurCe`: 0.54 tokens a letter in cl100k, as random letters; one in 8 letters there), not
-# camelCase, whose humps hold 2 lowercase letters or more (`cnInfoLabelFontThicknessF`)
+# camelCase, whose humps hold 2 lowercase letters or more (`getIncrementalEncoder`)
 _CASE_SHARE = 16
 # ... and capitals 30% of the letters or more (random case: half; camelCase: one letter in 5
 # or 6, but for a few short names: `MyApp MyCompany` holds 29%)
@@ -150,10 +150,13 @@ def case_changes(words: bytes, *, random: bool = False) -> int:
 
     `random`: for letters priced as random letters (`_PER_LETTER` a letter, which already
     holds most of what a change costs there), only the first kind, as that price was set."""
-    cases = words.translate(_CASES)
-    if random:
-        return cases.count(b"aA")
-    return cases.count(b"aA") + cases.count(b"AAa")
+    return _changes(words.translate(_CASES), random=random)
+
+
+def _changes(cases: bytes, *, random: bool = False) -> int:
+    """`case_changes` of ASCII words already mapped by `_CASES`."""
+    camel = cases.count(b"aA")
+    return camel if random else camel + cases.count(b"AAa")
 
 
 def _changes_or_random(words: bytes, letters: int) -> int | None:
@@ -169,7 +172,7 @@ def _changes_or_random(words: bytes, letters: int) -> int | None:
         and letters - len(words.translate(None, _UPPER)) >= _CAPITALS * letters
     ):
         return None
-    return cases.count(b"aA") + cases.count(b"AAa")
+    return _changes(cases)
 
 
 def solid_floor(classes: bytes) -> int:

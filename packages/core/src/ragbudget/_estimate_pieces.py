@@ -83,10 +83,10 @@ def text_tokens(
     # space before a digit (digits take no prefix)
     total += data.translate(_GAPS).count(b"  x")
     total += shapes.count(b" 0") if counts is None else counts[5]
-    # long runs of spaces (a wide gap, padding): as many tokens as the runs of spaces the
-    # encodings hold need to make them (one C-level test where there are none)
     if data.endswith((b" ", b"\t")):  # whitespace at the end: a piece of its own (`\s+`)
         total += 1
+    # long runs of spaces (a wide gap, padding): as many tokens as the runs of spaces the
+    # encodings hold need to make them (one C-level test where there are none)
     if spaces and _LONG_SPACE_RUN in data:
         total += _space_tokens(data, spaces)
     if counts is None or counts[6]:  # control characters (or tabs): a token each
@@ -161,8 +161,7 @@ def _space_tokens(data: bytes, spaces: tuple[tuple[int, ...], ...]) -> int:
     but its last space before a word, digit or symbol (a gap, one token counted); and before
     a line break (one piece with it, `\\s*[\\r\\n]+`, whose token the line breaks count), of
     all but the spaces (up to `_SPACES_WITH_BREAK`) that a token holding the line break holds
-    too, as few as the encodings can make.
-    A tab or form feed after it: not counted."""
+    too, as few as the encodings can make. A tab or form feed after it: not counted."""
     total = 0
     for found in _SPACES.finditer(data):
         end = found.end()
