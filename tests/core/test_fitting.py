@@ -112,6 +112,25 @@ def test_cut_text_prefers_paragraphs_then_sentences() -> None:
     assert fitted is not None and text[: fitted.size] == "First paragraph here.\n\nSecond one."
 
 
+def test_cut_text_of_a_long_text_counts_only_near_the_cut() -> None:
+    # `more` pages through a long line by cutting what is left again and again: counting all
+    # that was left each time made paging through it quadratic.
+    counted: list[int] = []
+
+    def count(part: str) -> int:
+        counted.append(len(part))
+        return len(part.split())
+
+    text = " ".join(f"word{i}." for i in range(60_000))
+    fitted = cut_text(text, 1000, get_counter(count))
+    assert fitted is not None and fitted.tokens == 1000 and text.startswith(fitted.text)
+    assert max(counted) <= 2 * 8 * 1001 < len(text) // 40  # two probes, then near the cut
+    # a text over the probe that still fits is counted whole, and kept whole
+    spaced = "x" + " " * 20_000 + "y"
+    kept = cut_text(spaced, 100, get_counter(count))
+    assert kept is not None and kept.text == spaced and kept.tokens == 2
+
+
 def test_least_budget_reaches_a_fixed_point() -> None:
     def size_at(budget: int) -> int:  # the budget is written into the rendering
         return 10 + len(f"{budget:,}")

@@ -22,7 +22,7 @@ from ragbudget.store import DocumentStore, StoreError
 from ragbudget.store.watch import watch
 
 RAGBUDGET = Path(sys.executable).with_name("ragbudget")
-COPIES = 300
+COPIES = 100
 """Files one change adds: a sync of them writes several batches, so a kill lands mid-sync."""
 Snapshot = Callable[[DocumentStore], dict[str, tuple[Any, ...]]]
 

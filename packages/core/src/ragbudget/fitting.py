@@ -151,6 +151,9 @@ _BOUNDARIES: tuple[re.Pattern[str], ...] = (
 )
 MIN_KEEP = 0.7
 """A boundary is used only if it keeps at least this share of what would fit."""
+_PROBE_CHARS = 8
+"""`cut_text` first counts a prefix of this many characters per token of the budget (twice
+the budget on text of 4 characters a token), then of twice as many, until one is over."""
 
 
 def boundaries(text: str, end: int) -> list[int]:
@@ -178,7 +181,8 @@ def _longest_chars(measure: _Measure, n_max: int, limit: int) -> int:
     the prefix: secant steps on the measured tokens per character close in on it with few
     counts, then bisection finds it exactly (the boundary rule needs the exact length)."""
     base = measure.size(0)
-    lo, hi = 0, n_max
+    over = (k - 1 for k, (_, tokens) in measure.seen.items() if tokens > limit)
+    lo, hi = 0, min([n_max, *over])  # below any prefix already counted over the limit
     guess = min(n_max, max(1, limit * 4))
     for _ in range(4):
         used = measure.size(guess)
@@ -197,6 +201,19 @@ def _longest_chars(measure: _Measure, n_max: int, limit: int) -> int:
         else:
             hi = mid - 1
     return lo
+
+
+def _whole_fits(measure: _Measure, size: int) -> bool:
+    """Whether all `size` characters fit. Counts grow with the text, so a prefix over the
+    budget means the whole is: prefixes of twice the budget or so and doubling are tried
+    first, sparing the count of all of a long text (paging through a long line cut what was
+    left again, `more` after `more`, and counted all of it each time)."""
+    probe = (measure.max_tokens + 1) * _PROBE_CHARS
+    while probe < size:
+        if not measure.fits(probe):
+            return False
+        probe *= 2
+    return measure.fits(size)
 
 
 def cut_text(
@@ -227,7 +244,7 @@ def cut_text(
         return wrap(text[:n])
 
     measure = _Measure(render_prefix, max_tokens, tc)
-    if measure.fits(len(text)):
+    if _whole_fits(measure, len(text)):
         return measure.result(len(text))
     if not measure.fits(0):
         return None
