@@ -180,6 +180,37 @@ def test_the_shipped_space_runs_are_read_from_the_encoding(encoding: str) -> Non
     assert lengths in vocabulary(encoding).space_runs
 
 
+@pytest.mark.parametrize("encoding", ["cl100k_base", "o200k_base"])
+def test_the_shipped_wide_spaces_are_read_from_the_encoding(encoding: str) -> None:
+    """The estimate prices a run of a Unicode space by what the encoding makes of it: the
+    table must be the encoding's own, and a run of 1 to 40 of each, between words, after them
+    at a line's end, before symbols or at the text's start, must cost what the encoding adds
+    to the text with one ASCII space instead, never less; a lone one at most a token more, a
+    run at most 2 and one per 6 characters more (at a line's end a run is one piece, and runs
+    that one token holds whole make long runs cheaper: 7 and 8 no-break spaces are one token
+    of both encodings, 16 U+3000 of o200k)."""
+    import tiktoken
+    from ragbudget import use_bundled_tiktoken_files
+    from ragbudget._estimate import vocabulary
+    from ragbudget._estimate_data import load
+    from ragbudget._estimate_text import plain_spaces
+
+    use_bundled_tiktoken_files()
+    enc = tiktoken.get_encoding(encoding)
+    shipped = load().wide_spaces[encoding]
+    assert shipped == fit.wide_spaces(enc)
+    assert len(shipped.split()) == 16  # the Unicode spaces (Zs) but U+0020
+    vocab = vocabulary(encoding)
+    for char in vocab.wide_costs:
+        for size in range(1, 41):
+            run = char * size
+            for text in (f"10{run}km", f"10 km{run}\n", f"{run}km", f"x.{run}(", f"10{run}"):
+                plain, extra = plain_spaces(text, vocab)
+                assert plain == text.replace(run, " ")
+                over = len(enc.encode_ordinary(plain)) + extra - len(enc.encode_ordinary(text))
+                assert 0 <= over <= (1 if size == 1 else 2 + size // 6), (text, over)
+
+
 def test_no_token_holding_a_line_break_holds_more_spaces_than_the_floor_allows() -> None:
     """Before a line break, the floor counts the spaces past `_SPACES_WITH_BREAK` as runs of
     spaces: no token holding a line break may hold more of them, in either encoding."""

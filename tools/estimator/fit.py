@@ -24,6 +24,8 @@ from __future__ import annotations
 import json
 import re
 import string
+import sys
+import unicodedata
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from itertools import pairwise
@@ -217,6 +219,7 @@ def fit_weights(x: np.ndarray, y: np.ndarray, families: np.ndarray, fit: np.ndar
 
 
 _NAMES = list(_estimate.FEATURE_NAMES)
+_LONGEST_RUN = 64  # `wide_spaces` looks for runs held whole up to this length
 _OTHER_FEATURES = {p.decode() for p in _estimate.OTHER_PATTERNS} | {
     "cjk_rare",
     "rare",
@@ -458,6 +461,22 @@ def space_runs(encoding: Any) -> str:
     return " ".join(map(str, sorted(lengths)))
 
 
+def wide_spaces(encoding: Any) -> str:
+    """Each Unicode space but the ASCII one (category Zs: the no-break, thin, narrow no-break,
+    ideographic spaces...) as `hex:tokens:held`, space-separated: the tokens `encoding` makes
+    of one alone, and the longest run of it that one token holds with every shorter one (1 if
+    none). A run of `n` before a word costs `tokens * (1 + ceil((n - 1) / held))` or a token
+    or two less (`plain_spaces`)."""
+    out = []
+    for char in map(chr, range(0x80, sys.maxunicode + 1)):
+        if unicodedata.category(char) == "Zs":
+            one, held = len(encoding.encode_ordinary(char)), 1
+            while held < _LONGEST_RUN and len(encoding.encode_ordinary(char * (held + 1))) == 1:
+                held += 1
+            out.append(f"{ord(char):x}:{one}:{held}")
+    return " ".join(out)
+
+
 def write_data(
     words: list[str],
     vocab: dict[str, tuple[list[int], str]],
@@ -469,6 +488,7 @@ def write_data(
     runs: dict[str, str],
     held: dict[str, str],
     spaces: dict[str, str],
+    wide: dict[str, str],
     path: Path = DATA_FILE,
 ) -> None:
     """Write the package data file that `ragbudget._estimate_data.load` reads."""
@@ -485,5 +505,6 @@ def write_data(
         "symbol_runs": runs,
         "held": held,
         "space_runs": spaces,
+        "wide_spaces": wide,
     }
     path.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")

@@ -248,17 +248,18 @@ def estimate_tokens(text: str, target: str = DEFAULT_TARGET) -> int:
     `target` is `"max"` (default: safe for every encoding in TARGETS) or one of TARGETS.
     Deterministic; 0 for the empty string, otherwise between 1 and the UTF-8 length.
     Equal to `ceil(features(text) . weights)` clamped, computed without building the vector,
-    for text without no-break spaces (U+00A0); with them, the estimate of the text with each
-    replaced by a space, plus one per run of them (`plain_spaces`).
+    for text without Unicode spaces other than U+0020 (no-break, thin, ideographic...); with
+    them, the estimate of the text with each run replaced by a space, plus the run's tokens
+    (`plain_spaces`).
     """
     if target not in _TARGET_NAMES:
         msg = f"target must be one of {(DEFAULT_TARGET, *TARGETS)}, got {target!r}"
         raise ValueError(msg)
     if not text:
         return 0
-    # `\r\n` costs what `\n` does; a run of no-break spaces, as many spaces and a token more
-    text, runs = plain_spaces(one_break(text))
+    # `\r\n` costs what `\n` does; a run of a Unicode space, a space and the run's tokens
     m = _model(target)
+    text, runs = plain_spaces(one_break(text), m.vocab)
     data = text.encode("utf-8", "surrogatepass")
     size = len(data)
     ascii_only = size == len(text)

@@ -51,6 +51,9 @@ class EstimateData:
     space_runs: dict[str, str]
     """encoding -> the lengths of the runs of spaces that one of its tokens holds,
     space-separated."""
+    wide_spaces: dict[str, str]
+    """encoding -> each Unicode space but the ASCII one as `hex:tokens:held`: the tokens one
+    makes alone and the longest run of it one token holds."""
 
 
 @functools.cache
@@ -70,4 +73,5 @@ def load() -> EstimateData:
         symbol_runs=raw.get("symbol_runs", {}),
         held=raw.get("held", {}),
         space_runs=raw.get("space_runs", {}),
+        wide_spaces=raw.get("wide_spaces", {}),
     )

@@ -318,8 +318,9 @@ def floor_parts(
 
 def floor_tokens(text: str, vocab: Vocabulary) -> int:
     """The least the estimate returns for non-empty `text` (see the module docstring); a run
-    of no-break spaces counts as spaces and one token more (`plain_spaces`)."""
-    text, runs = plain_spaces(text)
+    of a Unicode space (no-break, thin...) counts as a space and the run's tokens
+    (`plain_spaces`)."""
+    text, runs = plain_spaces(text, vocab)
     data, classes, known, unknown, other, words = floor_parts(text, vocab)
     floor = max(solid_floor(classes), forced_tokens(data, known, unknown, other, vocab, words))
     return floor + runs

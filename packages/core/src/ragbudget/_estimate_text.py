@@ -15,7 +15,7 @@ import re
 import string
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import filterfalse
 
 from ragbudget._estimate_blocks import BlockCosts, block_costs
@@ -252,6 +252,11 @@ class Vocabulary:
     """Per encoding covered, the lengths of the runs of spaces that one of its tokens holds,
     ascending (1 to 79 or 81, then 83, 87, 91, 95 and 128): a longer run is several tokens
     (for the floor)."""
+    wide_runs: re.Pattern[str] = re.compile("(?!)")
+    """Runs of one Unicode space other than the ASCII one (`plain_spaces`)."""
+    wide_costs: dict[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
+    """Each of those spaces -> per encoding covered, the tokens one makes alone and the
+    longest run of it one token holds (`EstimateData.wide_spaces`)."""
 
     @classmethod
     def build(
@@ -269,6 +274,7 @@ class Vocabulary:
         symbol_runs: Iterable[str] = (),
         held: str = "",
         space_runs: Iterable[str] = (),
+        wide_spaces: Iterable[str] = (),
     ) -> Vocabulary:
         """`single`: the non-ASCII characters that are single tokens (for the rare-character
         features); `floor_singles`: the same per encoding for the floor (default: `single`);
@@ -279,7 +285,8 @@ class Vocabulary:
         `foreign`: see the field; `symbol_runs`: `EstimateData.symbol_runs` of each encoding
         covered; `held`: `EstimateData.held`, the pairs of `held` (2 characters each,
         concatenated); `space_runs`: `EstimateData.space_runs` of each encoding covered
-        (an empty list: none held, the floor's rule for long runs of spaces is off)."""
+        (an empty list: none held, the floor's rule for long runs of spaces is off);
+        `wide_spaces`: `EstimateData.wide_spaces` of each encoding covered."""
         table = {w.encode(): n for w, n in zip(words, tokens, strict=True)}
         floors = tuple(map(_singles_pattern, floor_singles or (single,)))
         costs = tuple(BlockCosts.build(block_costs(c)) for c in floor_costs) or tuple(
@@ -291,6 +298,10 @@ class Vocabulary:
         )
         pairs = _pairs_pattern(rare_pairs)
         weak = "".join(set(weak) & set(single))
+        wide: dict[str, list[tuple[int, int]]] = {}
+        for spec in wide_spaces:
+            for char, alone, run in (item.split(":") for item in spec.split()):
+                wide.setdefault(chr(int(char, 16)), []).append((int(alone), int(run)))
         return cls(
             table,
             _singles_pattern(single),
@@ -305,6 +316,8 @@ class Vocabulary:
             _common_runs(symbol_runs),
             _held_codes(held),
             tuple(tuple(sorted(map(int, runs.split()))) for runs in space_runs if runs),
+            re.compile(f"([{''.join(sorted(wide))}])\\1*" if wide else "(?!)"),
+            {char: tuple(costs) for char, costs in wide.items()},
         )
 
 
@@ -370,6 +383,7 @@ def vocabulary(target: str) -> Vocabulary:
         symbol_runs=[data.symbol_runs.get(t, "") for t in covered],
         held=data.held.get(target, ""),
         space_runs=[data.space_runs.get(t, "") for t in covered],
+        wide_spaces=[data.wide_spaces.get(t, "") for t in covered],
     )
 
 
@@ -406,19 +420,29 @@ def one_break(text: str) -> str:
     return text.replace("\r\n", "\n") if "\r" in text else text
 
 
-_NO_BREAK = "\u00a0"
-_NO_BREAK_RUNS = re.compile(_NO_BREAK + "+")
-
-
-def plain_spaces(text: str) -> tuple[str, int]:
-    """`text` with its no-break spaces (U+00A0) as spaces, and how many runs of them it held:
-    both encodings make a token of a lone one and of the word after it (`10\\u00a0km` is
-    `10`, `\\u00a0`, `km`), so the estimate counts a run as spaces and one token more. Read as
-    a letter, as every non-ASCII byte is, one joined the words around it into one unknown
-    word (web text holds them; French puts one before `:` and `!`)."""
-    if _NO_BREAK not in text:
+def plain_spaces(text: str, vocab: Vocabulary) -> tuple[str, int]:
+    """`text` with each run of one Unicode space other than the ASCII one (no-break, thin,
+    narrow no-break, ideographic...) as one space, and the tokens those runs cost. Read as a
+    letter, as every non-ASCII byte is, one joined the words around it into one unknown word
+    (web text holds them: French puts one before `:` and `!`, times read `10:30\\u202fAM`,
+    Japanese indents with U+3000). The encodings make tokens of a run and of the word after
+    it (`10\\u00a0km` is `10`, `\\u00a0`, `km`; cl100k spells a thin space in 2 tokens): a
+    run of `n` costs a space and `tokens * (1 + ceil((n - 1) / held))` more, as before a word,
+    where the pre-splitting makes a piece of all of it but its last character; the most of
+    the encodings covered (`Vocabulary.wide_costs`). At a line's end, where a run is one
+    piece, that is a token or so over."""
+    if text.isascii() or not vocab.wide_runs.search(text):
         return text, 0
-    return text.replace(_NO_BREAK, " "), len(_NO_BREAK_RUNS.findall(text))
+    costs = vocab.wide_costs
+    extra = 0
+
+    def one(match: re.Match[str]) -> str:
+        nonlocal extra
+        size = len(match.group())
+        extra += max(tokens * (1 - (1 - size) // held) for tokens, held in costs[match.group(1)])
+        return " "
+
+    return vocab.wide_runs.sub(one, text), extra
 
 
 def features(text: str, vocab: Vocabulary) -> list[int]:

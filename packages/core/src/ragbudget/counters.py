@@ -92,8 +92,9 @@ class EstimateCounter:
     calibrated to. Text the model does not recognise (DNA, base64, keys, digests, symbol soup,
     rare scripts such as Cherokee or Odia) is counted piece by piece as the tokenizers split
     it: on 15 such families no chunk of 200 characters or more is under-counted by more than
-    10%. Windows line breaks count as line breaks and no-break spaces as spaces and a token,
-    as the tokenizers count them. docs/estimator.md has the tables. Standard library only.
+    10%. Windows line breaks count as line breaks, and no-break, thin and other Unicode spaces
+    as spaces and their own tokens, as the tokenizers count them. docs/estimator.md has the
+    tables. Standard library only.
 
     Key init args:
         target: `None` (default) is safe for both `cl100k_base` and `o200k_base`, tight
