@@ -193,7 +193,7 @@ def test_the_shipped_wide_spaces_are_read_from_the_encoding(encoding: str) -> No
     from ragbudget import use_bundled_tiktoken_files
     from ragbudget._estimate import vocabulary
     from ragbudget._estimate_data import load
-    from ragbudget._estimate_text import plain_spaces
+    from ragbudget._estimate_pieces import plain_spaces
 
     use_bundled_tiktoken_files()
     enc = tiktoken.get_encoding(encoding)

@@ -55,6 +55,7 @@ from ragbudget._estimate_floor import (
     clear_caches,
     floor_tokens,
     gap_bound,
+    plain_spaces,
     solid_floor,
     text_bound,
     text_tokens,
@@ -84,7 +85,6 @@ from ragbudget._estimate_text import (
     cuts,
     features,
     one_break,
-    plain_spaces,
     vocabulary,
 )
 

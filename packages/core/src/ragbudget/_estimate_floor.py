@@ -81,14 +81,20 @@ import string
 from collections.abc import Sequence
 from itertools import filterfalse, repeat
 
-from ragbudget._estimate_pieces import gap_bound, soup_tokens, space_pieces, text_bound, text_tokens
+from ragbudget._estimate_pieces import (
+    gap_bound,
+    plain_spaces,
+    soup_tokens,
+    space_pieces,
+    text_bound,
+    text_tokens,
+)
 from ragbudget._estimate_text import (
     _CLASSES,
     _CONTINUATION,
     _WORD_TABLE,
     Vocabulary,
     one_break,
-    plain_spaces,
 )
 
 __all__ = [
@@ -100,6 +106,7 @@ __all__ = [
     "foreign_tokens",
     "gap_bound",
     "other_tokens",
+    "plain_spaces",
     "solid_floor",
     "soup_tokens",
     "space_pieces",

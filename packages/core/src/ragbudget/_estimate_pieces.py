@@ -1,7 +1,8 @@
 """The floor's count of what lies between words: digits, ASCII symbols, control characters,
 whitespace and line breaks (`text_tokens`), and its bounds from character-class counts
 (`text_bound`, `gap_bound`). See `ragbudget._estimate_floor` for the rules, which this module
-applies piece by piece, as the tokenizers' pre-splitting cuts the text."""
+applies piece by piece, as the tokenizers' pre-splitting cuts the text. And the Unicode spaces
+that the estimate and the floor read as spaces and their own tokens (`plain_spaces`)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,19 @@ import math
 import re
 from itertools import compress, repeat
 from operator import add, floordiv, ge
+from typing import TYPE_CHECKING
 
-__all__ = ["gap_bound", "soup_tokens", "space_pieces", "text_bound", "text_tokens"]
+if TYPE_CHECKING:
+    from ragbudget._estimate_text import Vocabulary
+
+__all__ = [
+    "gap_bound",
+    "plain_spaces",
+    "soup_tokens",
+    "space_pieces",
+    "text_bound",
+    "text_tokens",
+]
 
 _PER_SYMBOL = 0.66  # tokens per symbol of symbol soup (cl100k: 1.55 symbols per token)
 _SYMBOL = rb"[\x00-\x08\x0e-\x1f!-/:-@\[-`{-~\x7f]"
@@ -256,3 +268,28 @@ def gap_bound(double_spaces: int, spaced_digits: int, controls: int) -> int:
     makes (every run of up to 79 spaces is one token); a carriage return ends a run, and the
     classes count it with the line breaks in `text_bound`."""
     return double_spaces + spaced_digits + controls + 1
+
+
+def plain_spaces(text: str, vocab: Vocabulary) -> tuple[str, int]:
+    """`text` with each run of one Unicode space other than the ASCII one (no-break, thin,
+    narrow no-break, ideographic...) as one space, and the tokens those runs cost. Read as a
+    letter, as every non-ASCII byte is, one joined the words around it into one unknown word
+    (web text holds them: French puts one before `:` and `!`, times read `10:30\\u202fAM`,
+    Japanese indents with U+3000). The encodings make tokens of a run and of the word after
+    it (`10\\u00a0km` is `10`, `\\u00a0`, `km`; cl100k spells a thin space in 2 tokens): a
+    run of `n` costs a space and `tokens * (1 + ceil((n - 1) / held))` more, as before a word,
+    where the pre-splitting makes a piece of all of it but its last character; the most of
+    the encodings covered (`Vocabulary.wide_costs`). At a line's end, where a run is one
+    piece, that is a token or so over."""
+    if text.isascii() or not vocab.wide_runs.search(text):
+        return text, 0
+    costs = vocab.wide_costs
+    extra = 0
+
+    def one(match: re.Match[str]) -> str:
+        nonlocal extra
+        size = len(match.group())
+        extra += max(tokens * (1 - (1 - size) // held) for tokens, held in costs[match.group(1)])
+        return " "
+
+    return vocab.wide_runs.sub(one, text), extra

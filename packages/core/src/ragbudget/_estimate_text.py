@@ -420,31 +420,6 @@ def one_break(text: str) -> str:
     return text.replace("\r\n", "\n") if "\r" in text else text
 
 
-def plain_spaces(text: str, vocab: Vocabulary) -> tuple[str, int]:
-    """`text` with each run of one Unicode space other than the ASCII one (no-break, thin,
-    narrow no-break, ideographic...) as one space, and the tokens those runs cost. Read as a
-    letter, as every non-ASCII byte is, one joined the words around it into one unknown word
-    (web text holds them: French puts one before `:` and `!`, times read `10:30\\u202fAM`,
-    Japanese indents with U+3000). The encodings make tokens of a run and of the word after
-    it (`10\\u00a0km` is `10`, `\\u00a0`, `km`; cl100k spells a thin space in 2 tokens): a
-    run of `n` costs a space and `tokens * (1 + ceil((n - 1) / held))` more, as before a word,
-    where the pre-splitting makes a piece of all of it but its last character; the most of
-    the encodings covered (`Vocabulary.wide_costs`). At a line's end, where a run is one
-    piece, that is a token or so over."""
-    if text.isascii() or not vocab.wide_runs.search(text):
-        return text, 0
-    costs = vocab.wide_costs
-    extra = 0
-
-    def one(match: re.Match[str]) -> str:
-        nonlocal extra
-        size = len(match.group())
-        extra += max(tokens * (1 - (1 - size) // held) for tokens, held in costs[match.group(1)])
-        return " "
-
-    return vocab.wide_runs.sub(one, text), extra
-
-
 def features(text: str, vocab: Vocabulary) -> list[int]:
     """The feature vector of `text` (see the module docstring), aligned with FEATURE_NAMES."""
     text = one_break(text)
