@@ -37,6 +37,7 @@ from ragbudget._estimate_floor import (
     floor_parts,
     floor_tokens,
     foreign_tokens,
+    isolated_tokens,
     other_tokens,
     soup_tokens,
     space_pieces,
@@ -520,3 +521,49 @@ def test_words_in_random_case_cost_what_random_letters_do() -> None:
     changes = sum(map(case_changes, camel))
     assert len(camel) + changes <= word_tokens(camel, vocab) <= len(camel) + changes + 3
     assert case_changes(b"HTTPServer") == 1 and case_changes(b"camelCase") == 1
+
+
+def test_a_character_no_merge_joins_to_ascii_cuts_the_text(
+    exact: dict[str, Callable[[str], int]],
+) -> None:
+    """A variation selector (U+FE0F) between every two characters of source code hides
+    nothing from the eye and made every character a token: the estimate was 26-29% under.
+    No merge of either encoding joins it to ASCII, so the floor counts a token per run of such
+    characters beside ASCII and per stretch between them: here, the exact count."""
+    vocab = vocabulary(DEFAULT_TARGET)
+    source = "def estimate_tokens(text, target):\n    return floor(text) + 12\n" * 4
+    hidden = "\ufe0f".join(source)
+    truths = {e: count(hidden) for e, count in exact.items()}
+    assert truths["cl100k_base"] == truths["o200k_base"] == len(hidden)
+    assert floor_tokens(hidden, vocab) == len(hidden)
+    for target in (DEFAULT_TARGET, *TARGETS):
+        assert estimate_tokens(hidden, target) == len(hidden)
+    # beside other non-ASCII characters nothing is known: no bound from them
+    assert isolated_tokens("é\ufe0fé\ufe0fé", vocab) == 0
+    assert isolated_tokens("a\ufe0f\ufe0fb c", vocab) == 3  # a, the run, b c
+
+
+@pytest.mark.parametrize("encoding", TARGETS)
+def test_the_isolated_characters_are_a_token_beside_any_ascii(encoding: str) -> None:
+    """The shipped characters that no merge joins to ASCII are the encoding's (read from its
+    merges by `fit.isolated_chars`), and each is one token of its own between any two ASCII
+    characters (two of them side by side may make one token: the floor counts a run as one)."""
+    import sys
+
+    import tiktoken
+    from ragbudget import use_bundled_tiktoken_files
+    from ragbudget._estimate_data import load
+
+    sys.path.insert(0, str(Path(__file__).parents[2] / "tools" / "estimator"))
+    import fit
+
+    use_bundled_tiktoken_files()
+    enc = tiktoken.get_encoding(encoding)
+    shipped = load().isolated[encoding]
+    assert shipped == fit.isolated_chars(enc)
+    assert "\ufe0f" in shipped and len(shipped) > 200
+    around = [chr(c) for c in range(0x20, 0x7F)] + ["\n", "\t"]
+    for char in shipped:
+        token = enc.encode_single_token(char.encode())
+        for text in (f"ab{char}cd", *(f"{x}{char}{x}a{char}{x}" for x in around)):
+            assert enc.encode_ordinary(text).count(token) == text.count(char), repr(text)

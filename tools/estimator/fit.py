@@ -219,6 +219,7 @@ def fit_weights(x: np.ndarray, y: np.ndarray, families: np.ndarray, fit: np.ndar
 
 
 _NAMES = list(_estimate.FEATURE_NAMES)
+_ASCII_CHARS = "".join(map(chr, range(0x80)))  # `isolated_chars` reads bytes as Latin-1
 _LONGEST_RUN = 64  # `wide_spaces` looks for runs held whole up to this length
 _OTHER_FEATURES = {p.decode() for p in _estimate.OTHER_PATTERNS} | {
     "cjk_rare",
@@ -477,6 +478,65 @@ def wide_spaces(encoding: Any) -> str:
     return " ".join(out)
 
 
+def _merges(token: bytes, ranks: dict[bytes, int]) -> list[tuple[list[bytes], int | None, int]]:
+    """Byte-pair encoding of `token` alone: each state's parts, the rank of the merge that
+    follows (None: the last state) and the index of its left part."""
+    parts = [bytes([b]) for b in token]
+    states: list[tuple[list[bytes], int | None, int]] = []
+    while True:
+        pairs = [(ranks.get(a + b), i) for i, (a, b) in enumerate(pairwise(parts))]
+        found = [(rank, i) for rank, i in pairs if rank is not None]
+        if not found:
+            states.append((list(parts), None, -1))
+            return states
+        rank, i = min(found)
+        states.append((list(parts), rank, i))
+        parts[i : i + 2] = [parts[i] + parts[i + 1]]
+
+
+def isolated_chars(encoding: Any) -> str:
+    """The non-ASCII characters that are one token of `encoding` beside ASCII, whatever the
+    ASCII: single tokens that no merge can join to ASCII. Byte-pair encoding merges the pair
+    of lowest rank first, so a character's bytes stay apart from ASCII on their left if, at
+    each step of the merges that make the character, no token made of ASCII and the part at
+    its left edge ranks before that part's next merge; the same on the right. Sorted and
+    concatenated."""
+    ranks = encoding._mergeable_ranks
+    left: dict[bytes, int] = {}  # a non-ASCII part -> the best rank of ASCII + it
+    right: dict[bytes, int] = {}  # ... of it + ASCII
+    for token, rank in ranks.items():
+        text = token.decode("latin-1")
+        head = len(text) - len(text.lstrip(_ASCII_CHARS))
+        if 0 < head < len(token):
+            left[token[head:]] = min(left.get(token[head:], rank), rank)
+        tail = len(text.rstrip(_ASCII_CHARS))
+        if 0 < tail < len(token):
+            right[token[:tail]] = min(right.get(token[:tail], rank), rank)
+    found = []
+    for token in ranks:
+        char = token.decode("utf-8", "replace")
+        if len(char) != 1 or char.isascii() or char == "\ufffd":
+            continue
+        states = _merges(token, ranks)
+        if states[-1][0] != [token]:
+            continue
+        apart = True
+        for at, (parts, _, _) in enumerate(states):
+            later = states[at:]
+            ends = (
+                next((r for p, r, i in later if i == 0), None),
+                next((r for p, r, i in later if r is not None and i == len(p) - 2), None),
+            )
+            for (table, part), end in zip(
+                ((left, parts[0]), (right, parts[-1])), ends, strict=True
+            ):
+                if part in table and (end is None or table[part] < end):
+                    apart = False
+        if apart:
+            found.append(char)
+    return "".join(sorted(found))
+
+
 def write_data(
     words: list[str],
     vocab: dict[str, tuple[list[int], str]],
@@ -489,6 +549,7 @@ def write_data(
     held: dict[str, str],
     spaces: dict[str, str],
     wide: dict[str, str],
+    isolated: dict[str, str],
     path: Path = DATA_FILE,
 ) -> None:
     """Write the package data file that `ragbudget._estimate_data.load` reads."""
@@ -506,5 +567,6 @@ def write_data(
         "held": held,
         "space_runs": spaces,
         "wide_spaces": wide,
+        "isolated": isolated,
     }
     path.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")

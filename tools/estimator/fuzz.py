@@ -15,8 +15,8 @@ runs of spaces longer than any token), control characters and binary read as tex
 (percent-encoding, HTML entities, `\\u` escapes, base32, base85), numbers, structured text
 the corpus does not sample (SVG paths, LaTeX, URLs with queries, markdown tables, emoji
 sequences), and random characters of single Unicode blocks. Each kind's texts come from a
-fixed seed: the same table on every run. Nothing is fitted on them; three rules of the floor
-came from a first run of it (docs/estimator.md).
+fixed seed: the same table on every run. Nothing is fitted on them; four rules of the floor
+came from runs of it (docs/estimator.md).
 """
 
 from __future__ import annotations

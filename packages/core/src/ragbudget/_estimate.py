@@ -55,6 +55,7 @@ from ragbudget._estimate_floor import (
     clear_caches,
     floor_tokens,
     gap_bound,
+    isolated_tokens,
     plain_spaces,
     solid_floor,
     text_bound,
@@ -240,6 +241,8 @@ _TEXT_COUNTS = tuple(
     ASCII_PATTERNS.index(p) for p in (b"0", b"00", b"000", b"\n", b"\n\n", b" 0", b"\t")
 )
 _SOLID_CHARS = 8  # solid_floor: a token per 8 characters at most
+# the classes of ASCII characters -> "a", of the others -> "b" (isolated_tokens' bound)
+_SIDES = bytes(ord("a") if c in _ASCII_CLASSES else ord("b") for c in range(256))
 
 
 def estimate_tokens(text: str, target: str = DEFAULT_TARGET) -> int:
@@ -259,6 +262,7 @@ def estimate_tokens(text: str, target: str = DEFAULT_TARGET) -> int:
         return 0
     # `\r\n` costs what `\n` does; a run of a Unicode space, a space and the run's tokens
     m = _model(target)
+    given = text
     text, runs = plain_spaces(one_break(text), m.vocab)
     data = text.encode("utf-8", "surrogatepass")
     size = len(data)
@@ -342,4 +346,12 @@ def estimate_tokens(text: str, target: str = DEFAULT_TARGET) -> int:
         )
     if len(classes) > _SOLID_CHARS * raw:  # else solid_floor(classes) <= raw
         forced = max(forced, solid_floor(classes))
-    return min(max(raw, forced), size) + runs
+    if other:  # characters that are a token of their own beside ASCII are in unknown words
+        sides = classes.translate(_SIDES)  # a run of them is a run of non-ASCII characters:
+        runs_of_them = sides.count(b"ab") + sides.startswith(b"b")  # at most as many
+        if 2 * runs_of_them + 1 > max(raw, forced):  # their count's bound
+            forced = max(forced, isolated_tokens(text, m.vocab))
+    estimate = min(max(raw, forced), size) + runs
+    if runs:  # never more than the bytes: a lone Ogham space mark is 3 tokens, not a space and 3
+        return min(estimate, len(given.encode("utf-8", "surrogatepass")))
+    return estimate

@@ -3,7 +3,8 @@
 Read from `EstimateData.char_costs` (measured on each encoding's vocabulary by
 `tools/estimator/calibrate.py`): most such characters cost their UTF-8 length, a token per
 byte, so `BlockCosts.cost` sums the UTF-8 length less what the cheaper blocks save, in a few
-C-level passes.
+C-level passes. And what the characters that are a token of their own beside ASCII add to the
+words they cut (`Isolated`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from itertools import pairwise, repeat
 
-__all__ = ["BlockCosts", "block_costs"]
+__all__ = ["BlockCosts", "Isolated", "block_costs"]
 
 
 def block_costs(runs: dict[str, int]) -> dict[bytes, int]:
@@ -113,3 +114,31 @@ class BlockCosts:
             far = "".join(_FAR.findall(residue))
             total -= sum(map(self.far_saving.__getitem__, far))
         return total
+
+
+@dataclass(frozen=True)
+class Isolated:
+    """The non-ASCII characters that are one token of an encoding beside ASCII, whatever the
+    ASCII (`EstimateData.isolated`: single tokens no merge joins to ASCII; a variation
+    selector, U+FE0F, in both encodings). No token spans one of them there, so a text costs a
+    token per run of them with ASCII or an end on both sides, and one per stretch of text
+    between such runs, at least (`h\\ufe0fe\\ufe0fy` is 5 tokens)."""
+
+    runs: re.Pattern[str]
+    """A run of them with ASCII or an end on both sides."""
+
+    @classmethod
+    def build(cls, chars: str) -> Isolated:
+        if not chars:
+            return cls(re.compile("(?!)"))
+        them = "".join(map(re.escape, sorted(chars)))
+        # one of them first, for the scan, then no other non-ASCII character before it
+        return cls(re.compile(f"[{them}](?<![^\\x00-\\x7f].)[{them}]*(?![^\\x00-\\x7f])"))
+
+    def tokens(self, text: str) -> int:
+        """The least `text` costs by these runs and the stretches between them (0 without
+        them)."""
+        parts = self.runs.split(text)
+        if len(parts) == 1:
+            return 0
+        return 2 * len(parts) - 1 - parts.count("")

@@ -51,6 +51,9 @@ class EstimateData:
     space_runs: dict[str, str]
     """encoding -> the lengths of the runs of spaces that one of its tokens holds,
     space-separated."""
+    isolated: dict[str, str]
+    """encoding -> the non-ASCII characters that are one of its tokens beside ASCII, whatever
+    the ASCII (no merge joins them to it), concatenated."""
     wide_spaces: dict[str, str]
     """encoding -> each Unicode space but the ASCII one as `hex:tokens:held`: the tokens one
     makes alone and the longest run of it one token holds."""
@@ -73,5 +76,6 @@ def load() -> EstimateData:
         symbol_runs=raw.get("symbol_runs", {}),
         held=raw.get("held", {}),
         space_runs=raw.get("space_runs", {}),
+        isolated=raw.get("isolated", {}),
         wide_spaces=raw.get("wide_spaces", {}),
     )

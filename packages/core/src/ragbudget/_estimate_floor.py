@@ -61,6 +61,10 @@ estimate never returns less:
   spells a character at a time (holding its letters but next to none of its words: Odia in
   o200k); each such word a token more, and each Latin-1, Latin Extended, IPA or combining
   character in it a token more;
+- where it counts more than the rest, a token per run of the characters that no merge of an
+  encoding joins to ASCII (`Isolated`, read from its merges: a variation selector, U+FE0F)
+  with ASCII or an end on both sides, and a token per stretch of text between such runs: no
+  token spans them there (text hiding a variation selector between its letters);
 - and in any case a token per 8 letters, digits or non-ASCII characters (whitespace and
   punctuation left out, as rule lines and indentation make long tokens), and at least 1.
 
@@ -105,6 +109,7 @@ __all__ = [
     "forced_tokens",
     "foreign_tokens",
     "gap_bound",
+    "isolated_tokens",
     "other_tokens",
     "plain_spaces",
     "solid_floor",
@@ -286,6 +291,12 @@ def unknown_tokens(
     return max(pieces, foreign_tokens(unknown, other, words, vocab))
 
 
+def isolated_tokens(text: str, vocab: Vocabulary) -> int:
+    """The least `text` costs by the characters that are a token of their own beside ASCII
+    (`Isolated`), the most of any encoding `vocab` covers (0 without them)."""
+    return max(isolated.tokens(text) for isolated in vocab.floor_isolated)
+
+
 def clear_caches() -> None:
     """Forget the prices of long unknown words (for benchmarks measuring a cold start)."""
     _word_price.cache_clear()
@@ -327,7 +338,9 @@ def floor_tokens(text: str, vocab: Vocabulary) -> int:
     """The least the estimate returns for non-empty `text` (see the module docstring); a run
     of a Unicode space (no-break, thin...) counts as a space and the run's tokens
     (`plain_spaces`)."""
-    text, runs = plain_spaces(text, vocab)
-    data, classes, known, unknown, other, words = floor_parts(text, vocab)
+    plain, runs = plain_spaces(text, vocab)
+    data, classes, known, unknown, other, words = floor_parts(plain, vocab)
     floor = max(solid_floor(classes), forced_tokens(data, known, unknown, other, vocab, words))
-    return floor + runs
+    if other:
+        floor = max(floor, isolated_tokens(plain, vocab))
+    return min(floor + runs, len(text.encode("utf-8", "surrogatepass"))) if runs else floor

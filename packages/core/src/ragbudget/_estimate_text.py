@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import filterfalse
 
-from ragbudget._estimate_blocks import BlockCosts, block_costs
+from ragbudget._estimate_blocks import BlockCosts, Isolated, block_costs
 from ragbudget._estimate_data import load
 
 TARGETS = ("cl100k_base", "o200k_base")
@@ -252,6 +252,8 @@ class Vocabulary:
     """Per encoding covered, the lengths of the runs of spaces that one of its tokens holds,
     ascending (1 to 79 or 81, then 83, 87, 91, 95 and 128): a longer run is several tokens
     (for the floor)."""
+    floor_isolated: tuple[Isolated, ...] = ()
+    """Aligned with `floor_singles`: the characters that are a token of their own beside ASCII."""
     wide_runs: re.Pattern[str] = re.compile("(?!)")
     """Runs of one Unicode space other than the ASCII one (`plain_spaces`)."""
     wide_costs: dict[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
@@ -275,6 +277,7 @@ class Vocabulary:
         held: str = "",
         space_runs: Iterable[str] = (),
         wide_spaces: Iterable[str] = (),
+        isolated: Iterable[str] = (),
     ) -> Vocabulary:
         """`single`: the non-ASCII characters that are single tokens (for the rare-character
         features); `floor_singles`: the same per encoding for the floor (default: `single`);
@@ -286,7 +289,8 @@ class Vocabulary:
         covered; `held`: `EstimateData.held`, the pairs of `held` (2 characters each,
         concatenated); `space_runs`: `EstimateData.space_runs` of each encoding covered
         (an empty list: none held, the floor's rule for long runs of spaces is off);
-        `wide_spaces`: `EstimateData.wide_spaces` of each encoding covered."""
+        `wide_spaces`: `EstimateData.wide_spaces` of each encoding covered; `isolated`:
+        `EstimateData.isolated` of each encoding covered."""
         table = {w.encode(): n for w, n in zip(words, tokens, strict=True)}
         floors = tuple(map(_singles_pattern, floor_singles or (single,)))
         costs = tuple(BlockCosts.build(block_costs(c)) for c in floor_costs) or tuple(
@@ -316,6 +320,7 @@ class Vocabulary:
             _common_runs(symbol_runs),
             _held_codes(held),
             tuple(tuple(sorted(map(int, runs.split()))) for runs in space_runs if runs),
+            tuple(map(Isolated.build, isolated)) or tuple(Isolated.build("") for _ in floors),
             re.compile(f"([{''.join(sorted(wide))}])\\1*" if wide else "(?!)"),
             {char: tuple(costs) for char, costs in wide.items()},
         )
@@ -384,6 +389,7 @@ def vocabulary(target: str) -> Vocabulary:
         held=data.held.get(target, ""),
         space_runs=[data.space_runs.get(t, "") for t in covered],
         wide_spaces=[data.wide_spaces.get(t, "") for t in covered],
+        isolated=[data.isolated.get(t, "") for t in covered],
     )
 
 
