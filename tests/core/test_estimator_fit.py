@@ -307,6 +307,8 @@ def test_the_fuzzer_measures_every_kind_from_a_fixed_seed() -> None:
     for kind, make in fuzz.KINDS.items():
         first, again = (make(random.Random(kind), 400) for _ in range(2))
         assert first == again and len(first) >= 200, kind
-    rows = fuzz.worst(2)
+    rows = fuzz.under_counts(2)
     assert set(rows) == set(fuzz.KINDS)
     assert all(len(under) == len(fuzz.COUNTERS) for under in rows.values())
+    assert all(0 <= u <= 100 for under in rows.values() for values in under for u in values)
+    assert fuzz._p99([5.0] * 99 + [50.0]) == 5.0 and fuzz._p99([5.0] * 98 + [50.0] * 2) == 50.0

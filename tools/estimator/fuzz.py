@@ -1,22 +1,22 @@
-"""Text made to be unlike anything the estimate was fitted on: its worst under-counts.
+"""Text made to be unlike anything the estimate was fitted on: its under-counts, p99 and worst.
 
     python tools/estimator/fuzz.py                 # print the table (about 45 seconds)
     python tools/estimator/fuzz.py --docs          # also write it into docs/estimator.md
     python tools/estimator/fuzz.py --samples 2000  # more texts per kind
     python tools/estimator/fuzz.py --variants      # `\\r\\n` line breaks, Unicode spaces
 
-The issue's safety bound is for any text: no chunk of 200 characters or more more than 25%
-under either encoding. The corpus's families and the tests' generated ones are text someone
-chose; this draws texts of 200-3,000 characters from 76 kinds meant to break the estimate's
-assumptions (words, spacing, letters' case, character classes): the standard library's
-sources altered (upper case, random case, reversed, shuffled, letters swapped for
-look-alikes, zero-width spaces between letters...), whitespace (justified and padded text,
-runs of spaces longer than any token), control characters and binary read as text, encodings
-(percent-encoding, HTML entities, `\\u` escapes, base32, base85), numbers, structured text
-the corpus does not sample (SVG paths, LaTeX, URLs with queries, markdown tables, emoji
-sequences), and random characters of single Unicode blocks. Each kind's texts come from a
-fixed seed: the same table on every run. Nothing is fitted on them; four rules of the floor
-came from runs of it (docs/estimator.md).
+The issue's safety bounds are for any text: no chunk of 200 characters or more more than 25%
+under either encoding, and at most 1% of a family's chunks more than 10% under. The corpus's
+families and the tests' generated ones are text someone chose; this draws texts of 200-3,000
+characters from 76 kinds meant to break the estimate's assumptions (words, spacing, letters'
+case, character classes): the standard library's sources altered (upper case, random case,
+reversed, shuffled, letters swapped for look-alikes, zero-width spaces between letters...),
+whitespace (justified and padded text, runs of spaces longer than any token), control
+characters and binary read as text, encodings (percent-encoding, HTML entities, `\\u` escapes,
+base32, base85), numbers, structured text the corpus does not sample (SVG paths, LaTeX, URLs
+with queries, markdown tables, emoji sequences), and random characters of single Unicode
+blocks. Each kind's texts come from a fixed seed: the same table on every run. Nothing is
+fitted on them; four rules of the floor came from runs of it (docs/estimator.md).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import base64
 import codecs
 import gzip
 import json
+import math
 import random
 import re
 import statistics
@@ -287,15 +288,15 @@ COUNTERS = (
 )
 
 
-def worst(samples: int) -> dict[str, list[float]]:
-    """Per kind, each counter's worst under-count (percent) on `samples` texts of 200
-    characters or more (COUNTERS' order)."""
+def under_counts(samples: int) -> dict[str, list[list[float]]]:
+    """Per kind, each counter's under-counts (percent, 0 for an over-count) on `samples` texts
+    of 200 characters or more (COUNTERS' order)."""
     use_bundled_tiktoken_files()
     encs = {name: tiktoken.get_encoding(name) for name in ENCODINGS}
     out = {}
     for kind, make in KINDS.items():
         rng = random.Random(kind)
-        under = [0.0] * len(COUNTERS)
+        under: list[list[float]] = [[] for _ in COUNTERS]
         for _ in range(samples):
             text = make(rng, rng.choice(SIZES))
             if len(text) < 200:
@@ -303,23 +304,41 @@ def worst(samples: int) -> dict[str, list[float]]:
             truth = {name: len(enc.encode_ordinary(text)) for name, enc in encs.items()}
             ests = {target: estimate_tokens(text, target) for target in ("max", *ENCODINGS)}
             for i, (_, target, against) in enumerate(COUNTERS):
-                under[i] = max(under[i], 100 * (1 - ests[target] / truth[against]))
+                under[i].append(max(0.0, 100 * (1 - ests[target] / truth[against])))
         out[kind] = under
     return out
 
 
+def _p99(values: list[float]) -> float:
+    """The under-count that 1% of the texts exceed (the 99th percentile, nearest rank)."""
+    ranked = sorted(values)
+    return ranked[max(0, math.ceil(0.99 * len(ranked)) - 1)] if ranked else 0.0
+
+
 def table(samples: int) -> str:
-    rows = worst(samples)
+    rows = under_counts(samples)
     head = " | ".join(f"{name} vs {against}" for name, _, against in COUNTERS)
     lines = [f"| kind | {head} |", "|---" * (len(COUNTERS) + 1) + "|"]
+    worst_over = p99_over = 0
     for kind, under in rows.items():
-        cells = (f"**{u:.0f}%**" if u > report.WORST else f"{u:.0f}%" for u in under)
+        cells = []
+        for values in under:
+            p99, worst = _p99(values), max(values, default=0.0)
+            p99_over += p99 > report.LIMIT
+            worst_over += worst > report.WORST
+            cells.append(
+                (f"**{p99:.0f}%**" if p99 > report.LIMIT else f"{p99:.0f}%")
+                + " / "
+                + (f"**{worst:.0f}%**" if worst > report.WORST else f"{worst:.0f}%")
+            )
         lines.append(f"| {kind} | " + " | ".join(cells) + " |")
-    over = sum(u > report.WORST for under in rows.values() for u in under)
+    cells_in_all = len(rows) * len(COUNTERS)
     return (
-        f"Worst under-count on {samples} texts of each kind (200-3,000 characters; `python "
-        f"tools/estimator/fuzz.py --samples {samples}`; bold over 25%): {over} of "
-        f"{len(rows) * len(COUNTERS)} cells over the bound.\n\n" + "\n".join(lines)
+        f"Under-count at the 99th percentile / worst, on {samples} texts of each kind "
+        f"(200-3,000 characters; `python tools/estimator/fuzz.py --samples {samples}`; bold "
+        f"over the issue's bounds, 10% and 25%): {worst_over} of {cells_in_all} cells over the "
+        f"25% bound at worst, {p99_over} over the 10% bound at the 99th percentile.\n\n"
+        + "\n".join(lines)
     )
 
 
