@@ -100,3 +100,30 @@ def test_max_file_bytes_sets_the_size_cap(tmp_path: Path, corpus: Path) -> None:
     bad = runner.invoke(app, ["ingest", str(corpus), "--db", db, "--max-file-bytes", "0"])
     assert bad.exit_code == 1
     assert "max_file_bytes must be between 1 and 2,147,483,648, got 0" in bad.stderr
+
+
+NO_STORE_BEFORE_CHROMA = """
+import atexit, sys
+atexit.register(lambda: print("chromadb" in sys.modules, file=sys.stderr))
+sys.argv = ["ragbudget", *ARGS]
+from ragbudget.cli import main
+main()
+"""
+
+
+@pytest.mark.parametrize("args", [["search", "query"], ["read", "a.py"], ["stats"]])
+def test_a_folder_without_a_store_is_an_error_before_chroma_loads(
+    tmp_path: Path, args: list[str]
+) -> None:
+    """A read of a folder without a store fails with the store's own one-line error, before
+    Chroma is imported (it takes two seconds of the three such a mistake cost), and the
+    folder stays as it was."""
+    missing = tmp_path / "nothing-here"
+    code = NO_STORE_BEFORE_CHROMA.replace("ARGS", repr([*args, "--db", str(missing)]))
+    done = _python(code)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.splitlines() == [
+        f"error: no ragbudget store at {missing}: run 'ragbudget ingest PATH --db {missing}' first",
+        "False",
+    ]
+    assert not missing.exists()

@@ -102,13 +102,22 @@ class StoreOptions:
             return None, server
         return db, None
 
-    def open(self, ctx: typer.Context, *, counter: bool = True) -> Any:
-        """The `DocumentStore` these options name (`counter=False`: the collection's own)."""
+    def open(self, ctx: typer.Context, *, counter: bool = True, existing: bool = False) -> Any:
+        """The `DocumentStore` these options name (`counter=False`: the collection's own).
+
+        `existing`: for a read, a folder that holds no store is the store's error now, before
+        Chroma loads (a second or so instead of three)."""
+        db, server = self.location(ctx)
+        path = db if server is not None or db is not None else DEFAULT_DB
+        if existing and server is None and path is not None:
+            from ragbudget.store.live import check_store_dir, no_store
+
+            if not check_store_dir(path):
+                raise no_store(path)
         from ragbudget.store import DocumentStore
 
-        db, server = self.location(ctx)
         return DocumentStore(
-            path=db if server is not None or db is not None else DEFAULT_DB,
+            path=path,
             server=server,
             collection=self.collection,
             embedding=self.embedding,

@@ -216,7 +216,7 @@ def search(
 ) -> None:
     """Search the stored files; the response fits --max-tokens."""
     with _errors():
-        documents = store.open(ctx)
+        documents = store.open(ctx, existing=True)
         response = documents.search(
             query, limit=limit, max_tokens=max_tokens, offset=offset, concise=concise,
             file_type=file_type, directory=str(directory) if directory else None,
@@ -254,7 +254,7 @@ def read(
 ) -> None:
     """Print a stored document's lines; the response fits --max-tokens."""
     with _errors():
-        response = store.open(ctx).read(
+        response = store.open(ctx, existing=True).read(
             source, offset=offset, limit=limit, max_tokens=max_tokens, char_offset=char_offset,
             format="json" if as_json else "text", offset_hint=OFFSET_HINT,
         )  # fmt: skip
@@ -276,7 +276,7 @@ def stats(
 ) -> None:
     """What the store holds."""
     with _errors():
-        result = store.open(ctx, counter=False).stats()
+        result = store.open(ctx, counter=False, existing=True).stats()
         if as_json:
             sys.stdout.write(result.model_dump_json() + "\n")
             return

@@ -3,7 +3,11 @@
 Needs the `chroma` extra: `pip install 'ragbudget[chroma]'`.
 """
 
-from ragbudget.store.embedding import HashingEmbedding
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ragbudget.store.errors import StoreError
 from ragbudget.store.models import (
     FileProblem,
@@ -13,7 +17,26 @@ from ragbudget.store.models import (
     SearchResult,
     StoreStats,
 )
-from ragbudget.store.store import DEFAULT_PATH, DocumentStore
+
+if TYPE_CHECKING:
+    from ragbudget.store.embedding import HashingEmbedding
+    from ragbudget.store.store import DEFAULT_PATH, DocumentStore
+
+# Loaded on first use: they import Chroma (two seconds), which the CLI's checks and errors
+# (no store at a path, an unreadable folder) and the store's models do not need.
+_LAZY = {
+    "DEFAULT_PATH": "ragbudget.store.store",
+    "DocumentStore": "ragbudget.store.store",
+    "HashingEmbedding": "ragbudget.store.embedding",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    msg = f"module {__name__!r} has no attribute {name!r}"
+    raise AttributeError(msg)
+
 
 __all__ = [
     "DEFAULT_PATH",
