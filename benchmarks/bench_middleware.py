@@ -9,6 +9,11 @@ a byte limit of 4 bytes per token of the budget (about what the budget holds in 
 cuts bytes, so its JSON no longer parses, and it has no continuation. TokenBudgetMiddleware
 is measured with the default counter (the calibrated estimate) and with tiktoken cl100k.
 
+Then paging: `more` through a single line of 648,889 characters (far over any budget, so each
+page is cut inside the line), timing each page; the last pages over the first ones show whether
+a page's cost grows with what is left of the line (it did before `cut_text` counted a prefix
+first: docs/middleware.md).
+
     uv run --all-packages python benchmarks/bench_middleware.py
 """
 
@@ -17,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import statistics
 import time
 from typing import Any
@@ -35,6 +41,9 @@ LOG = "".join(
     for i in range(6500)
 )
 ITEMS = [{"id": i, "name": f"item {i}", "tags": ["red", "grün"][: i % 3]} for i in range(5000)]
+LINE = " ".join(f"word{i}." for i in range(60_000))  # one line, 648,889 characters
+PAGE_BUDGET = 4000
+MORE = re.compile(r'more\(handle="([^"]+)", offset=(\d+)\)')
 
 
 def _server(middleware: Middleware | None) -> FastMCP[Any]:
@@ -108,6 +117,32 @@ async def _measure(use_tiktoken: bool) -> None:
             await client.__aexit__(None, None, None)
 
 
+async def _paging(counter: str) -> None:
+    """`more` from the first page of LINE to its last, timing each call."""
+    mcp: FastMCP[Any] = FastMCP("bench-paging")
+
+    @mcp.tool
+    def one_line() -> str:
+        return LINE
+
+    mcp.add_middleware(TokenBudgetMiddleware(PAGE_BUDGET, counter=counter))
+    async with Client(mcp) as client:
+        result = await client.call_tool_mcp("one_line", {})
+        found = MORE.search(result.content[-1].text)
+        times = []
+        while found:
+            start = time.perf_counter()
+            args = {"handle": found.group(1), "offset": int(found.group(2))}
+            result = await client.call_tool_mcp("more", args)
+            times.append(time.perf_counter() - start)
+            found = MORE.search(result.content[-1].text)
+    first, last = statistics.median(times[:5]), statistics.median(times[-5:])
+    print(
+        f"{counter:<24}{len(times):>6} pages {sum(times):8.2f} s   first 5 {first * 1e3:7.1f} ms"
+        f"   last 5 {last * 1e3:7.1f} ms   last / first {last / first:5.2f}x"
+    )
+
+
 def main() -> None:
     logging.getLogger("fastmcp").setLevel(logging.ERROR)  # no per-call log lines in the figures
     logging.getLogger("mcp").setLevel(logging.ERROR)
@@ -118,6 +153,10 @@ def main() -> None:
     )
     asyncio.run(_measure(use_tiktoken))
     print("ratio = median latency with that middleware / median latency with none (same run)")
+    print(f"\npaging a {len(LINE):,}-character line at {PAGE_BUDGET:,} tokens a page (median ms)")
+    for counter in ("estimate", *(["tiktoken:cl100k_base"] if use_tiktoken else [])):
+        asyncio.run(_paging(counter))
+    print("last / first near 1: a page costs the same wherever it is in the line")
 
 
 if __name__ == "__main__":
