@@ -3,8 +3,8 @@
 Read from `EstimateData.char_costs` (measured on each encoding's vocabulary by
 `tools/estimator/calibrate.py`): most such characters cost their UTF-8 length, a token per
 byte, so `BlockCosts.cost` sums the UTF-8 length less what the cheaper blocks save, in a few
-C-level passes. And what the characters that are a token of their own beside ASCII add to the
-words they cut (`Isolated`).
+C-level passes. And the least a text costs where characters that are a token of their own
+beside ASCII cut it (`Isolated`).
 """
 
 from __future__ import annotations

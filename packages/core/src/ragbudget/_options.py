@@ -110,10 +110,9 @@ class StoreOptions:
         db, server = self.location(ctx)
         path = db if server is not None or db is not None else DEFAULT_DB
         if existing and server is None and path is not None:
-            from ragbudget.store.live import check_store_dir, no_store
+            from ragbudget.store.live import require_store_dir
 
-            if not check_store_dir(path):
-                raise no_store(path)
+            require_store_dir(path)
         from ragbudget.store import DocumentStore
 
         return DocumentStore(

@@ -70,17 +70,15 @@ def _configure_logging(level: str) -> None:
 def _require_store(settings: ServerSettings) -> None:
     """`serve` never creates a store: without one (and no root to ingest into it) it stops."""
     from ragbudget.store.errors import StoreError
-    from ragbudget.store.live import check_store_dir, no_store
+    from ragbudget.store.live import require_store_dir
 
     if settings.server is not None or settings.ingest_enabled:
         return
     path = settings.db if settings.db is not None else Path(".ragbudget")
     try:
-        found = check_store_dir(path)
+        require_store_dir(path)
     except StoreError as exc:
         raise _fail(str(exc), code=1) from None
-    if not found:
-        raise _fail(str(no_store(path)), code=1)
 
 
 def serve(

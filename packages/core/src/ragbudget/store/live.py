@@ -44,6 +44,7 @@ __all__ = [
     "read_only",
     "reads",
     "remove_snapshot",
+    "require_store_dir",
     "signature",
     "snapshot",
     "writes",
@@ -86,6 +87,13 @@ def check_store_dir(path: Path) -> bool:
         msg = f"cannot read the store at {shown}: {exc.strerror or exc}"
         raise StoreError(msg) from None
     return True
+
+
+def require_store_dir(path: Path) -> None:
+    """Nothing if `path` holds a store, else its StoreError (`check_store_dir`, `no_store`):
+    for what only reads a store, before Chroma loads. Never writes."""
+    if not check_store_dir(path):
+        raise no_store(path)
 
 
 def is_read_only_error(exc: BaseException) -> bool:
