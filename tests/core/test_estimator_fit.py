@@ -252,6 +252,7 @@ def test_weak_letters_are_counted_apart_from_the_rare() -> None:
     target=st.sampled_from(("max", "cl100k_base", "o200k_base")),
 )
 @example(text="AO0AZp", target="max")  # a word in capitals with a rare pair (`ao`)
+@example(text=" ".join(["QWERTYUIOPASDFGHJKLZXCVBNM" * 2] * 4), target="max")  # 0.6 a capital
 def test_the_bound_of_the_floor_bounds_it(text: str, target: str) -> None:
     """`stages.floor_bound` (what an exact gate could use, docs/estimator.md) is never below the
     floor it bounds: else its share of chunks 'proved below the model' would overstate."""

@@ -96,20 +96,22 @@ def stages(texts: Sequence[str], o200k: Any) -> dict[str, float]:
 def floor_bound(text: str, vocab: _estimate.Vocabulary) -> int:
     """An upper bound of `floor_tokens` from counts alone, the most an exact gate could use:
     every unknown ASCII word priced as random letters (1 + 0.55 per letter after the first,
-    plus its case changes of both kinds: never less than the floor's price of it, in random
-    case too), and a short word in capitals 1 more per rare pair (the floor prices it 1 plus
-    its rare pairs, however many),
+    0.6 in capitals, plus its case changes of both kinds: never less than the floor's price
+    of it, in random case too), and a short word in capitals 1 more per rare pair (the floor
+    prices it 1 plus its rare pairs, however many, unless they make it random capitals),
     every symbol and line break a token (`text_bound`); known and non-ASCII words as the floor
     prices them."""
     _, classes, known, unknown, other, words = _estimate_floor.floor_parts(text, vocab)
+    capitals = [w for w in unknown if w.isupper()]
     pairs = sum(map(len, unknown)) - len(unknown)
+    caps_pairs = sum(map(len, capitals)) - len(capitals)
     changes = _estimate_floor.case_changes(b" ".join(unknown))
     long = sum(len(w) >= _estimate_floor._LONG for w in unknown)
-    caps = b" ".join(w for w in unknown if len(w) < _estimate_floor._LONG and w.isupper())
+    caps = b" ".join(w for w in capitals if len(w) < _estimate_floor._LONG)
     rare_caps = len(vocab.rare_pairs.findall(caps.lower()))
-    words_bound = (
-        len(unknown) + math.ceil(_estimate_floor._PER_LETTER * pairs) + long + changes + rare_caps
-    )
+    letters = math.ceil(_estimate_floor._PER_LETTER * (pairs - caps_pairs))
+    letters += math.ceil(_estimate_floor._PER_CAPITAL * caps_pairs)
+    words_bound = len(unknown) + letters + long + changes + rare_caps
     text_bound = _estimate_floor.text_bound(*map(classes.count, TEXT_BOUND))
     text_bound += _estimate_floor.gap_bound(*map(classes.count, (b"  ", b" 0", b"\t")))
     pieces = words_bound + _estimate_floor.other_tokens(other, vocab)

@@ -17,14 +17,17 @@ estimate never returns less:
   random letters cost, as they do in both encodings;
 - an unknown word of 12 letters or more that does not look like a word (a rare pair in one
   position of five, fewer than 30% vowels, or 3 times as many letters as distinct ones, as in
-  `ACGTTGCA`) costs 1 plus 0.55 tokens per letter after the first, what random letters cost;
-  so do the shorter unknown words of a text when, taken together, they do not look like
-  words (the same rare pair share, or fewer than 25% vowels with a rare pair in one position
-  of 10: random letters hold 19% vowels and 39% rare pairs, code's abbreviations such as
-  `tfunc` and `hdlr` bring real words to 25-30% vowels, tool names such as `jcmd` lower still
-  but with few rare pairs), words in capitals left
-  out: an abbreviation or a macro (`METH`, `DIGESTSIZE`) has few vowels but makes whole
-  tokens, and costs 1 plus its rare pairs;
+  `ACGTTGCA`) costs 1 plus 0.55 tokens per letter after the first, what random letters cost
+  (0.6 for capitals but in a sequence of few letters: random capitals cost 0.6-0.67 tokens a
+  letter in cl100k, DNA 0.54); so do the shorter unknown words of a text when, taken together,
+  they do not look like words (the same rare pair share, or fewer than 25% vowels with a rare
+  pair in one position of 10: random letters hold 19% vowels and 39% rare pairs, code's
+  abbreviations such as `tfunc` and `hdlr` bring real words to 25-30% vowels, tool names such
+  as `jcmd` lower still but with few rare pairs), words in capitals left out: an abbreviation
+  or a macro (`METH`, `DIGESTSIZE`) has few vowels but makes whole tokens, and costs 1 plus
+  its rare pairs, unless the words in capitals, taken together, hold a rare pair in one
+  position of five (random capitals: base32), which cost 0.6 tokens a letter after the first
+  of each word;
 - digits cost a token per group of up to 3 in each run (how numbers are split), and a space
   or tab before them one more (digits take no prefix: ` 12` is ` ` and `12`);
 - a run of 2 or more spaces or tabs before a letter, symbol or digit costs a token (the
@@ -144,6 +147,8 @@ _CASE_SHARE = 16
 _CAPITALS = 0.3
 _UPPER = string.ascii_uppercase.encode()
 _PER_LETTER = 0.55  # tokens per letter of random letters (cl100k: 1.85 letters per token)
+# ... of random capitals: 0.60-0.67 in cl100k, 0.58-0.65 in o200k (words of 2-30 of them)
+_PER_CAPITAL = 0.6
 # lowercase -> "a", capitals -> "A", the rest -> " ": `case_changes` counts on it
 _CASES = bytes(
     ord("a") if 0x61 <= b <= 0x7A else ord("A") if 0x41 <= b <= 0x5A else 0x20 for b in range(256)
@@ -200,11 +205,14 @@ def _word_price(word: bytes, pairs: re.Pattern[bytes]) -> int:
     size = len(word)
     lower = word.lower()
     rare = len(pairs.findall(lower))
+    if len(set(lower)) * _FEW_LETTERS <= size:  # a sequence (`ACGTTGCA`)
+        return 1 + math.ceil((size - 1) * _PER_LETTER) + case_changes(word, random=True) // 2
     if (
         rare * _RARE_SHARE >= size - 1
         or size - len(word.translate(None, _VOWELS)) < _VOWEL_SHARE * size
-        or len(set(lower)) * _FEW_LETTERS <= size
     ):
+        if word.isupper():  # random capitals cost more than random lowercase letters
+            return 1 + math.ceil((size - 1) * _PER_CAPITAL)
         return 1 + math.ceil((size - 1) * _PER_LETTER) + case_changes(word, random=True) // 2
     changes = _changes_or_random(word, size)
     if changes is None:  # in random case
@@ -243,7 +251,12 @@ def word_tokens(unknown: Sequence[bytes], vocab: Vocabulary) -> int:
     caps = list(filter(bytes.isupper, short))
     if caps:  # abbreviations and macros (`METH`, `DIGESTSIZE`): few vowels, yet whole tokens
         short = list(filterfalse(bytes.isupper, short))
-        total += len(caps) + len(vocab.rare_pairs.findall(b" ".join(caps).lower()))
+        joined = b" ".join(caps)
+        rare = len(vocab.rare_pairs.findall(joined.lower()))
+        pairs = len(joined) + 1 - 2 * len(caps)
+        if rare * _RARE_SHARE >= pairs and pairs:  # random capitals (base32), not words
+            rare = math.ceil(pairs * _PER_CAPITAL)
+        total += len(caps) + rare
     if short:
         joined = b" ".join(short)
         pairs = len(joined) + 1 - 2 * len(short)  # letter pairs within the words
