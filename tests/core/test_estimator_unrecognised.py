@@ -511,6 +511,25 @@ def test_control_characters_are_a_token_each(exact: dict[str, Callable[[str], in
     assert floor_tokens(mixed, vocabulary(DEFAULT_TARGET)) >= 0.95 * exact["cl100k_base"](mixed)
 
 
+def test_a_space_before_a_control_character_is_a_token(
+    exact: dict[str, Callable[[str], int]],
+) -> None:
+    """No token holds a space before a control character, so the space is a token of its own
+    (`x \x01` is `x`, ` `, `\x01`): source code with stray bytes put in was 16-17% under at
+    the 99th percentile before the floor counted it."""
+    spaced = " \x1c \x1a \x11 \x06 \x1f" * 40
+    for target in (DEFAULT_TARGET, *TARGETS):
+        truth = max(count(spaced) for count in exact.values())
+        if target != DEFAULT_TARGET:
+            truth = exact[target](spaced)
+        assert floor_tokens(spaced, vocabulary(target)) == truth == 400, target
+    code = "def popitem(self):\n    if self.\x1epending \x06 removals:\n \x0f  return \x01\n" * 9
+    for target in (DEFAULT_TARGET, *TARGETS):
+        least = min(count(code) for count in exact.values())
+        assert floor_tokens(code, vocabulary(target)) <= least, target
+        assert estimate_tokens(code, target) >= 0.9 * least, target
+
+
 def test_words_in_random_case_cost_what_random_letters_do() -> None:
     """A lowercase letter alone between capitals often, and many capitals: random case, priced
     as random letters; camelCase and a few short names are not (`MyApp MyCompany`)."""

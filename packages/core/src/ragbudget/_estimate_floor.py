@@ -38,7 +38,8 @@ estimate never returns less:
   token holding a line break holds at most;
 - a control character, vertical tab or form feed costs a token (no token holds one beside
   anything else, but cl100k's `\\x1b[` and `\\x0c\\n` and o200k's `\\x00\\x00` and `\\x01E`),
-  and a carriage return alone is a line break;
+  and so does a space right before a control character, which no token holds with it; a
+  carriage return alone is a line break;
 - a run of ASCII symbols or control characters costs a token (a lone symbol only when no
   letter follows, or a space comes before it: `, `, `1:2` and ` "Apr` cost one, `.name` and
   `"Apr` none, the symbol joining the word), or 0.66 tokens per symbol when it holds 3

@@ -32,6 +32,11 @@ _SYMBOL = rb"[\x00-\x08\x0e-\x1f!-/:-@\[-`{-~\x7f]"
 # cl100k, `\x00\x00` and `\x01E` in o200k)
 _CONTROL_BYTES = bytes((*range(0x09), *range(0x0E, 0x20), 0x7F))
 _NOT_CONTROLS = bytes(sorted(set(range(256)) - {*_CONTROL_BYTES, 0x0B, 0x0C}))
+# a space -> " ", a control character (not whitespace) -> "c", the rest -> "x": no token of
+# either encoding holds a space before a control character, so that space is a token alone
+_SPACE_CONTROL = bytes(
+    ord(" " if b == 0x20 else "c" if b in _CONTROL_BYTES else "x") for b in range(256)
+)
 # a run of these alone is the structure of JSON, markup or a call (`":{"`, `</`, `\\"`, `('`),
 # not soup
 _STRUCTURE = b"\"{}[]:,\\<>/()'"
@@ -144,12 +149,15 @@ def _control_tokens(data: bytes, whole: frozenset[bytes]) -> int:
     (the pre-splitting joins them to the next word or to the whitespace or symbols around
     them, but no token holds one with anything else), less what the runs of `whole` holding
     them save (cl100k's `\\x1b[` is one token, o200k's `\\x00\\x00` too; cl100k's `\\x0c\\n`,
-    a form feed before a line break, is one token that this counts as 2)."""
+    a form feed before a line break, is one token that this counts as 2); and a token per
+    space right before a control character: no token holds the two, so the space is a token
+    of its own (`x \x01` is `x`, ` `, `\x01`)."""
     total = len(data.translate(None, _NOT_CONTROLS))
     if total:
         for run, saved in _held_controls(whole):
             total -= saved * data.count(run)
-    return max(total, 0)
+        total = max(total, 0) + data.translate(_SPACE_CONTROL).count(b" c")
+    return total
 
 
 @functools.lru_cache(maxsize=8)
@@ -261,13 +269,14 @@ def text_bound(digits: int, pairs: int, triples: int, *symbols_and_breaks: int) 
 
 def gap_bound(double_spaces: int, spaced_digits: int, controls: int) -> int:
     """An upper bound of the whitespace pieces `text_tokens` counts, from class counts: the
-    non-overlapping double spaces, the spaces before a digit and the tabs and controls, and
-    the whitespace at the end of the text. A run of 2 or more spaces, tabs, vertical tabs or
+    non-overlapping double spaces, the spaces before a digit, the tabs and controls twice (a
+    space before a control is a token: `_control_tokens`), and the whitespace at the end of
+    the text. A run of 2 or more spaces, tabs, vertical tabs or
     form feeds holds a double space, or one of the others (which the classes count with the
     controls); a run of spaces too long for one token holds a double space per token it
     makes (every run of up to 79 spaces is one token); a carriage return ends a run, and the
     classes count it with the line breaks in `text_bound`."""
-    return double_spaces + spaced_digits + controls + 1
+    return double_spaces + spaced_digits + 2 * controls + 1
 
 
 def plain_spaces(text: str, vocab: Vocabulary) -> tuple[str, int]:
