@@ -377,9 +377,10 @@ def test_macros_in_capitals_are_not_priced_as_random_letters(
             "#endif",
         )
     )
-    least = min(count(text) for count in exact.values())
-    for target in (DEFAULT_TARGET, *TARGETS):
-        assert floor_tokens(text, vocabulary(target)) <= least, target
+    for target in TARGETS:
+        assert floor_tokens(text, vocabulary(target)) <= exact[target](text), target
+    # the default's floor is the larger of the encodings' (o200k cuts `METH` in 2, cl100k not)
+    assert floor_tokens(text, vocabulary(DEFAULT_TARGET)) <= max(c(text) for c in exact.values())
 
 
 @pytest.mark.parametrize(

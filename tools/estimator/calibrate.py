@@ -86,9 +86,9 @@ def write_tables(
     held: dict[str, str] | None = None,
 ) -> None:
     """Write the data file with new rare letter pairs, block costs, symbol and space runs, wide
-    spaces and isolated characters; the words, their token counts, the weights, the weak
-    letters and the held pairs (features the weights were fitted with) are the ones given, or
-    the shipped ones (`--tables`)."""
+    spaces, isolated characters and letter runs; the words, their token counts, the weights,
+    the weak letters and the held pairs (features the weights were fitted with) are the ones
+    given, or the shipped ones (`--tables`)."""
     global _estimate
     data = _estimate_data.load()
     if words is None or vocab is None or weights is None or weak is None or held is None:
@@ -105,9 +105,22 @@ def write_tables(
     spaces = {name: fit.space_runs(enc) for name, enc in encs.items()}
     wide = {name: fit.wide_spaces(enc) for name, enc in encs.items()}
     isolated = {name: fit.isolated_chars(enc) for name, enc in encs.items()}
+    letters = {name: fit.letter_runs(enc) for name, enc in encs.items()}
     fit.write_data(
-        words, vocab, weights, pairs, blocks, spelled, weak, runs, held, spaces, wide, isolated
-    )  # type: ignore[arg-type]
+        words,
+        vocab,
+        weights,  # type: ignore[arg-type]
+        pairs,
+        blocks,
+        spelled,
+        weak,
+        runs,
+        held,
+        spaces,
+        wide,
+        isolated,
+        letters,
+    )
     _estimate_data.load.cache_clear()
     importlib.reload(importlib.import_module("ragbudget._estimate_text"))
     importlib.reload(importlib.import_module("ragbudget._estimate_floor"))

@@ -537,6 +537,14 @@ def isolated_chars(encoding: Any) -> str:
     return "".join(sorted(found))
 
 
+def letter_runs(encoding: Any) -> str:
+    """The longest runs of ASCII letters in each token of `encoding` (a token's letters inside
+    a word of ASCII letters are one of them: `ragbudget._estimate_segments`), sorted,
+    space-separated."""
+    runs = {run for token in encoding._mergeable_ranks for run in re.findall(rb"[A-Za-z]+", token)}
+    return " ".join(sorted(run.decode() for run in runs))
+
+
 def write_data(
     words: list[str],
     vocab: dict[str, tuple[list[int], str]],
@@ -550,6 +558,7 @@ def write_data(
     spaces: dict[str, str],
     wide: dict[str, str],
     isolated: dict[str, str],
+    letters: dict[str, str],
     path: Path = DATA_FILE,
 ) -> None:
     """Write the package data file that `ragbudget._estimate_data.load` reads."""
@@ -568,5 +577,6 @@ def write_data(
         "space_runs": spaces,
         "wide_spaces": wide,
         "isolated": isolated,
+        "letter_runs": letters,
     }
     path.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")

@@ -98,7 +98,8 @@ def floor_bound(text: str, vocab: _estimate.Vocabulary) -> int:
     every unknown ASCII word priced as random letters (1 + 0.55 per letter after the first,
     0.6 in capitals, plus its case changes of both kinds: never less than the floor's price
     of it, in random case too), and a short word in capitals 1 more per rare pair (the floor
-    prices it 1 plus its rare pairs, however many, unless they make it random capitals),
+    prices it 1 plus its rare pairs, however many, unless they make it random capitals), or
+    their spelling's bound where the floor spells them (`spelling_bound`),
     every symbol and line break a token (`text_bound`); known and non-ASCII words as the floor
     prices them."""
     _, classes, known, unknown, other, words = _estimate_floor.floor_parts(text, vocab)
@@ -112,6 +113,8 @@ def floor_bound(text: str, vocab: _estimate.Vocabulary) -> int:
     letters = math.ceil(_estimate_floor._PER_LETTER * (pairs - caps_pairs))
     letters += math.ceil(_estimate_floor._PER_CAPITAL * caps_pairs)
     words_bound = len(unknown) + letters + long + changes + rare_caps
+    if _estimate_floor.spelled(len(unknown), words):  # their spelling, if more (of them all)
+        words_bound = max(words_bound, _estimate_floor.spelling_bound(unknown, vocab))
     text_bound = _estimate_floor.text_bound(*map(classes.count, TEXT_BOUND))
     text_bound += _estimate_floor.gap_bound(*map(classes.count, (b"  ", b" 0", b"\t")))
     pieces = words_bound + _estimate_floor.other_tokens(other, vocab)

@@ -54,13 +54,18 @@ from ragbudget._estimate_data import load
 from ragbudget._estimate_floor import (
     clear_caches,
     floor_tokens,
+    foreign_tokens,
     gap_bound,
     isolated_tokens,
+    other_tokens,
     plain_spaces,
     solid_floor,
+    spelled,
+    spelling_bound,
+    spelling_tokens,
     text_bound,
     text_tokens,
-    unknown_tokens,
+    word_tokens,
 )
 from ragbudget._estimate_text import (
     _ASCII_BYTES,
@@ -334,16 +339,34 @@ def estimate_tokens(text: str, target: str = DEFAULT_TARGET) -> int:
     # The floor (`floor_tokens`), computed only as far as it could exceed `raw`: the passes
     # over digits, symbols, gaps and line breaks only when their bound from the class counts
     # could (`text_bound`, `gap_bound`).
-    forced = sum(counts) + unknown_tokens(unknown, other, len(words), m.vocab)
-    bound = forced + text_bound(*itemgetter(*_TEXT_BOUND)(counted))
+    # the unknown words as `unknown_tokens` prices them, but for their spelling (`fewest`)
+    as_words: list[bytes] = []
+    alone, others = word_tokens(unknown, m.vocab, as_words), other_tokens(other, m.vocab)
+    foreign = foreign_tokens(unknown, other, len(words), m.vocab)
+    priced = max(alone + others, foreign)
+    forced = sum(counts) + priced
+    text_top = text_bound(*itemgetter(*_TEXT_BOUND)(counted))
     spaced, controls = counted[_SPACED_DIGITS], counted[_CONTROLS]
     # the pass counting double spaces only where the rest of the bound is not already over
-    if bound + gap_bound(0, spaced, controls) > raw or (
-        bound + gap_bound(classes.count(b"  "), spaced, controls) > raw
-    ):
+    pieces = forced + text_top + gap_bound(0, spaced, controls) > raw or (
+        forced + (text_top := text_top + gap_bound(classes.count(b"  "), spaced, controls)) > raw
+    )
+    if pieces:
         forced += text_tokens(
             data, m.vocab.symbol_runs, itemgetter(*_TEXT_COUNTS)(counted), m.vocab.space_runs
         )
+    if as_words and spelled(len(unknown), len(words)):  # where its bound could lift the floor
+        lift = max(max(alone, spelling_bound(as_words, m.vocab)) + others, foreign) - priced
+        if lift > 0 and forced + lift + (0 if pieces else text_top) > raw:
+            if not pieces:
+                forced += text_tokens(
+                    data,
+                    m.vocab.symbol_runs,
+                    itemgetter(*_TEXT_COUNTS)(counted),
+                    m.vocab.space_runs,
+                )
+            alone = max(alone, spelling_tokens(as_words, m.vocab))
+            forced += max(alone + others, foreign) - priced
     if len(classes) > _SOLID_CHARS * raw:  # else solid_floor(classes) <= raw
         forced = max(forced, solid_floor(classes))
     if other:  # characters that are a token of their own beside ASCII are in unknown words

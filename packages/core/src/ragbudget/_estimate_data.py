@@ -57,6 +57,9 @@ class EstimateData:
     wide_spaces: dict[str, str]
     """encoding -> each Unicode space but the ASCII one as `hex:tokens:held`: the tokens one
     makes alone and the longest run of it one token holds."""
+    letter_runs: dict[str, str]
+    """encoding -> the longest runs of ASCII letters of each of its tokens, space-separated
+    (`ragbudget._estimate_segments`)."""
 
 
 @functools.cache
@@ -78,4 +81,5 @@ def load() -> EstimateData:
         space_runs=raw.get("space_runs", {}),
         isolated=raw.get("isolated", {}),
         wide_spaces=raw.get("wide_spaces", {}),
+        letter_runs=raw.get("letter_runs", {}),
     )

@@ -28,6 +28,13 @@ estimate never returns less:
   its rare pairs, unless the words in capitals, taken together, hold a rare pair in one
   position of five (random capitals: base32), which cost 0.6 tokens a letter after the first
   of each word;
+- where the unknown ASCII words are half of the words or more, those the rules above price
+  as words (not as random letters) cost at least the fewest tokens of the encoding that
+  spell them, if that is more than all unknown words cost by those rules (`spelling_tokens`,
+  read from the runs of ASCII letters its tokens hold: `ragbudget._estimate_segments`; for
+  the default target the more of both encodings): a lower bound of what the encoding makes
+  of them, where the rules above read source code reversed (`rorrEemitnuR`), one word in
+  capitals repeated (`THURSDAY`, 4 tokens of o200k) or words in random case as words;
 - digits cost a token per group of up to 3 in each run (how numbers are split), and a space
   or tab before them one more (digits take no prefix: ` 12` is ` ` and `12`);
 - a run of 2 or more spaces or tabs before a letter, symbol or digit costs a token (the
@@ -97,6 +104,7 @@ from ragbudget._estimate_pieces import (
     text_bound,
     text_tokens,
 )
+from ragbudget._estimate_segments import fewest
 from ragbudget._estimate_text import (
     _CLASSES,
     _CONTINUATION,
@@ -119,6 +127,9 @@ __all__ = [
     "solid_floor",
     "soup_tokens",
     "space_pieces",
+    "spelled",
+    "spelling_bound",
+    "spelling_tokens",
     "text_bound",
     "text_tokens",
     "unknown_tokens",
@@ -158,6 +169,9 @@ _CACHED_WORDS = 1 << 16  # long unknown words whose prices the cache keeps
 _LATIN = (b"l", b"L", b"S", b"m")  # classes of Latin-1, Latin Extended, symbols, IPA and marks
 _FOREIGN_SHARE = 2  # unknown words 1 in 2 of the words or more: see foreign_tokens
 _CAMEL_SHARE = 4  # ... unless case changes are more than 1 per 4 unknown ASCII words
+# unknown ASCII words cost their spelling where they are 1 in 2 of the words or more: text the
+# vocabulary knows little of (the spelling costs a few microseconds a word)
+_SPELLED_SHARE = 2
 
 
 def case_changes(words: bytes, *, random: bool = False) -> int:
@@ -208,10 +222,7 @@ def _word_price(word: bytes, pairs: re.Pattern[bytes]) -> int:
     rare = len(pairs.findall(lower))
     if len(set(lower)) * _FEW_LETTERS <= size:  # a sequence (`ACGTTGCA`)
         return 1 + math.ceil((size - 1) * _PER_LETTER) + case_changes(word, random=True) // 2
-    if (
-        rare * _RARE_SHARE >= size - 1
-        or size - len(word.translate(None, _VOWELS)) < _VOWEL_SHARE * size
-    ):
+    if _not_a_word(word, rare):
         if word.isupper():  # random capitals cost more than random lowercase letters
             return 1 + math.ceil((size - 1) * _PER_CAPITAL)
         return 1 + math.ceil((size - 1) * _PER_LETTER) + case_changes(word, random=True) // 2
@@ -219,6 +230,25 @@ def _word_price(word: bytes, pairs: re.Pattern[bytes]) -> int:
     if changes is None:  # in random case
         return 1 + math.ceil((size - 1) * _PER_LETTER)
     return 1 + rare + changes
+
+
+def _not_a_word(word: bytes, rare: int) -> bool:
+    """A long unknown word with a rare pair in one position of 5 or fewer than 30% vowels."""
+    size = len(word)
+    return (
+        rare * _RARE_SHARE >= size - 1
+        or size - len(word.translate(None, _VOWELS)) < _VOWEL_SHARE * size
+    )
+
+
+@functools.lru_cache(maxsize=_CACHED_WORDS)
+def _priced_as_random(word: bytes, pairs: re.Pattern[bytes]) -> bool:
+    """Whether `_word_price` prices the long unknown `word` as random letters (a sequence or
+    not a word; words in random case are words)."""
+    lower = word.lower()
+    if len(set(lower)) * _FEW_LETTERS <= len(word):
+        return True
+    return _not_a_word(word, len(pairs.findall(lower)))
 
 
 def other_tokens(other: list[bytes], vocab: Vocabulary) -> int:
@@ -245,8 +275,12 @@ def other_tokens(other: list[bytes], vocab: Vocabulary) -> int:
     return len(other) + best + sum(map(latin.count, _LATIN))
 
 
-def word_tokens(unknown: Sequence[bytes], vocab: Vocabulary) -> int:
-    """What the unknown ASCII words `unknown` cost at least (see the module docstring)."""
+def word_tokens(
+    unknown: Sequence[bytes], vocab: Vocabulary, words: list[bytes] | None = None
+) -> int:
+    """What the unknown ASCII words `unknown` cost at least (see the module docstring).
+    `words`, if given, gets those of them priced as words, not as random letters (the ones
+    `spelling_tokens` spells)."""
     total = 0
     short = [w for w in unknown if len(w) < _LONG]
     caps = list(filter(bytes.isupper, short))
@@ -257,6 +291,8 @@ def word_tokens(unknown: Sequence[bytes], vocab: Vocabulary) -> int:
         pairs = len(joined) + 1 - 2 * len(caps)
         if rare * _RARE_SHARE >= pairs and pairs:  # random capitals (base32), not words
             rare = math.ceil(pairs * _PER_CAPITAL)
+        elif words is not None:
+            words.extend(caps)
         total += len(caps) + rare
     if short:
         joined = b" ".join(short)
@@ -268,14 +304,19 @@ def word_tokens(unknown: Sequence[bytes], vocab: Vocabulary) -> int:
         if rare * _RARE_SHARE >= pairs or few_vowels:  # not words
             rare = math.ceil(pairs * _PER_LETTER)
             changes = case_changes(joined, random=True)
-        elif (found := _changes_or_random(joined, letters)) is None:  # random case
-            rare, changes = math.ceil(pairs * _PER_LETTER), 0
         else:
-            changes = found
+            if (found := _changes_or_random(joined, letters)) is None:  # random case
+                rare, changes = math.ceil(pairs * _PER_LETTER), 0
+            else:
+                changes = found
+            if words is not None:
+                words.extend(short)
         total += len(short) + rare + changes
     if len(short) + len(caps) < len(unknown):
         long = [w for w in unknown if len(w) >= _LONG]
         total += sum(map(_word_price, long, repeat(vocab.rare_pairs)))
+        if words is not None:
+            words.extend(w for w in long if not _priced_as_random(w, vocab.rare_pairs))
     return total
 
 
@@ -296,13 +337,43 @@ def foreign_tokens(
     return math.ceil(vocab.foreign * chars)
 
 
+def spelled(unknown: int, words: int) -> bool:
+    """Whether `unknown` unknown ASCII words among `words` words cost their spelling
+    (`spelling_tokens`): 1 or more, half of the words or more."""
+    return unknown > 0 and unknown * _SPELLED_SHARE >= words
+
+
+def spelling_tokens(unknown: Sequence[bytes], vocab: Vocabulary) -> int:
+    """The fewest tokens that spell the unknown ASCII words `unknown`, the most of any
+    encoding `vocab` covers (`ragbudget._estimate_segments`; 0 without its data). The
+    encodings in the order of their `bound`, which spares spelling with one whose bound is
+    already reached."""
+    best = 0
+    bounds = [(segments.bound(unknown), segments) for segments in vocab.segments]
+    for bound, segments in sorted(bounds, key=lambda item: -item[0]):
+        if bound <= best:
+            break
+        best = max(best, segments.tokens(unknown))
+    return best
+
+
+def spelling_bound(unknown: Sequence[bytes], vocab: Vocabulary) -> int:
+    """At least `spelling_tokens`, from counts (`Segments.bound`)."""
+    return max((segments.bound(unknown) for segments in vocab.segments), default=0)
+
+
 def unknown_tokens(
     unknown: Sequence[bytes], other: list[bytes], words: int, vocab: Vocabulary
 ) -> int:
     """What the unknown ASCII words `unknown` and non-ASCII words `other` of a text of `words`
-    words cost at least: `word_tokens` and `other_tokens`, or `foreign_tokens` if more."""
-    pieces = word_tokens(unknown, vocab) + other_tokens(other, vocab)
-    return max(pieces, foreign_tokens(unknown, other, words, vocab))
+    words cost at least: `word_tokens` (or, where `spelled`, the same with those it prices as
+    words at their `spelling_tokens`, if more) and `other_tokens`, or `foreign_tokens` if
+    more."""
+    as_words: list[bytes] = []
+    priced = word_tokens(unknown, vocab, as_words)
+    if spelled(len(unknown), words) and as_words:
+        priced = max(priced, spelling_tokens(as_words, vocab))
+    return max(priced + other_tokens(other, vocab), foreign_tokens(unknown, other, words, vocab))
 
 
 def isolated_tokens(text: str, vocab: Vocabulary) -> int:
@@ -312,8 +383,11 @@ def isolated_tokens(text: str, vocab: Vocabulary) -> int:
 
 
 def clear_caches() -> None:
-    """Forget the prices of long unknown words (for benchmarks measuring a cold start)."""
+    """Forget the prices of long unknown words and the spellings of unknown words (for
+    benchmarks measuring a cold start)."""
     _word_price.cache_clear()
+    _priced_as_random.cache_clear()
+    fewest.cache_clear()
 
 
 def forced_tokens(

@@ -20,6 +20,7 @@ from itertools import filterfalse
 
 from ragbudget._estimate_blocks import BlockCosts, Isolated, block_costs
 from ragbudget._estimate_data import load
+from ragbudget._estimate_segments import Segments
 
 TARGETS = ("cl100k_base", "o200k_base")
 """Encodings the estimate can be calibrated to, besides the default."""
@@ -259,6 +260,8 @@ class Vocabulary:
     wide_costs: dict[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
     """Each of those spaces -> per encoding covered, the tokens one makes alone and the
     longest run of it one token holds (`EstimateData.wide_spaces`)."""
+    segments: tuple[Segments, ...] = ()
+    """Per encoding covered, the runs of ASCII letters its tokens hold (`fewest`)."""
 
     @classmethod
     def build(
@@ -278,6 +281,7 @@ class Vocabulary:
         space_runs: Iterable[str] = (),
         wide_spaces: Iterable[str] = (),
         isolated: Iterable[str] = (),
+        segments: Iterable[Segments] = (),
     ) -> Vocabulary:
         """`single`: the non-ASCII characters that are single tokens (for the rare-character
         features); `floor_singles`: the same per encoding for the floor (default: `single`);
@@ -290,7 +294,8 @@ class Vocabulary:
         concatenated); `space_runs`: `EstimateData.space_runs` of each encoding covered
         (an empty list: none held, the floor's rule for long runs of spaces is off);
         `wide_spaces`: `EstimateData.wide_spaces` of each encoding covered; `isolated`:
-        `EstimateData.isolated` of each encoding covered."""
+        `EstimateData.isolated` of each encoding covered; `segments`: the runs of ASCII
+        letters of each encoding covered (`EstimateData.letter_runs`)."""
         table = {w.encode(): n for w, n in zip(words, tokens, strict=True)}
         floors = tuple(map(_singles_pattern, floor_singles or (single,)))
         costs = tuple(BlockCosts.build(block_costs(c)) for c in floor_costs) or tuple(
@@ -323,6 +328,7 @@ class Vocabulary:
             tuple(map(Isolated.build, isolated)) or tuple(Isolated.build("") for _ in floors),
             re.compile(f"([{''.join(sorted(wide))}])\\1*" if wide else "(?!)"),
             {char: tuple(costs) for char, costs in wide.items()},
+            tuple(segments),
         )
 
 
@@ -390,7 +396,14 @@ def vocabulary(target: str) -> Vocabulary:
         space_runs=[data.space_runs.get(t, "") for t in covered],
         wide_spaces=[data.wide_spaces.get(t, "") for t in covered],
         isolated=[data.isolated.get(t, "") for t in covered],
+        segments=list(map(_segments, covered)),
     )
+
+
+@functools.cache
+def _segments(encoding: str) -> Segments:
+    """One per encoding, shared by the targets covering it: `fewest` caches by its runs."""
+    return Segments(load().letter_runs.get(encoding, ""), by_case=encoding == "o200k_base")
 
 
 FEATURE_NAMES: tuple[str, ...] = (
