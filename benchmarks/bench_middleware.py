@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
 import statistics
 import time
 from typing import Any
@@ -32,6 +31,7 @@ from fastmcp.server.middleware import Middleware
 from fastmcp.server.middleware.response_limiting import ResponseLimitingMiddleware
 from ragbudget import use_bundled_tiktoken_files
 from ragbudget.mcp import TokenBudgetMiddleware
+from ragbudget.mcp.paging import find_more_call
 
 BUDGET = 8000
 ROUNDS = {"small": 200, "list_5000": 15, "log_200k": 15}
@@ -43,7 +43,6 @@ LOG = "".join(
 ITEMS = [{"id": i, "name": f"item {i}", "tags": ["red", "grün"][: i % 3]} for i in range(5000)]
 LINE = " ".join(f"word{i}." for i in range(60_000))  # one line, 648,889 characters
 PAGE_BUDGET = 4000
-MORE = re.compile(r'more\(handle="([^"]+)", offset=(\d+)\)')
 
 
 def _server(middleware: Middleware | None) -> FastMCP[Any]:
@@ -128,14 +127,14 @@ async def _paging(counter: str) -> None:
     mcp.add_middleware(TokenBudgetMiddleware(PAGE_BUDGET, counter=counter))
     async with Client(mcp) as client:
         result = await client.call_tool_mcp("one_line", {})
-        found = MORE.search(result.content[-1].text)
+        found = find_more_call(result.content[-1].text)
         times = []
         while found:
             start = time.perf_counter()
-            args = {"handle": found.group(1), "offset": int(found.group(2))}
+            args = {"handle": found[0], "offset": found[1]}
             result = await client.call_tool_mcp("more", args)
             times.append(time.perf_counter() - start)
-            found = MORE.search(result.content[-1].text)
+            found = find_more_call(result.content[-1].text)
     first, last = statistics.median(times[:5]), statistics.median(times[-5:])
     print(
         f"{counter:<24}{len(times):>6} pages {sum(times):8.2f} s   first 5 {first * 1e3:7.1f} ms"

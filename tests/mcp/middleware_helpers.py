@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from mcp_types import TextContent
 from ragbudget import TokenCounter
-from ragbudget.mcp.paging import join_pages
-
-HANDLE = re.compile(r'more\(handle="([^"]+)", offset=(\d+)\)')
+from ragbudget.mcp.paging import find_more_call, join_pages
 
 
 def texts(result: Any) -> list[str]:
@@ -24,8 +21,7 @@ def visible(result: Any, counter: TokenCounter) -> int:
 
 def next_call(notice: str) -> tuple[str, int] | None:
     """The `more(handle, offset)` a notice asks for, if any."""
-    match = HANDLE.search(notice)
-    return None if match is None else (match.group(1), int(match.group(2)))
+    return find_more_call(notice)
 
 
 async def pages_after(

@@ -13,7 +13,7 @@ from ragbudget import TokenCounter
 from ragbudget.mcp import TokenBudgetMiddleware
 from ragbudget.mcp.json_trim import Cut, dumps, trim
 from ragbudget.mcp.page_cache import PageCache
-from ragbudget.mcp.paging import join_pages
+from ragbudget.mcp.paging import find_more_call, join_pages, more_call
 from third_party_server import NESTED, build_server
 
 
@@ -135,3 +135,14 @@ def test_join_pages_refuses_a_page_out_of_place() -> None:
         join_pages({"a": [1, 2]}, [{"path": ["a"], "start": 5, "items": [3]}])
     with pytest.raises(ValueError, match="not a continuation page"):
         join_pages({"a": [1, 2]}, [[3]])
+
+
+def test_a_continuation_call_is_written_and_read_back_the_same_way() -> None:
+    """The notices write the call with `more_call`; clients (and these tests) read it back
+    with `find_more_call`, under the middleware's tool name, whatever it is."""
+    notice = f"[ragbudget: cut to fit 100 tokens. Call {more_call('more', 'AbC-9_x', 0)} ...]"
+    assert find_more_call(notice) == ("AbC-9_x", 0)
+    page = f"[ragbudget: search result, ... Next page: {more_call('next_page', 'h1', 4096)}.]"
+    assert find_more_call(page, "next_page") == ("h1", 4096)
+    assert find_more_call(page) is None  # another tool's call is not `more`'s
+    assert find_more_call("[ragbudget: ... This is the last page.]") is None

@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 
-from ragbudget._options import StoreOptions, store_options
+from ragbudget._options import DEFAULT_DB, StoreOptions, store_options
 from ragbudget.mcp.http_security import check_allowed, check_auth_token, run_http
 from ragbudget.mcp.settings import ServerSettings
 
@@ -74,7 +74,7 @@ def _require_store(settings: ServerSettings) -> None:
 
     if settings.server is not None or settings.ingest_enabled:
         return
-    path = settings.db if settings.db is not None else Path(".ragbudget")
+    path = settings.db if settings.db is not None else DEFAULT_DB
     try:
         require_store_dir(path)
     except StoreError as exc:

@@ -25,7 +25,7 @@ from ragbudget._checks import check_int
 from ragbudget.counters import CounterSpec, TokenCounter, get_counter
 from ragbudget.mcp.json_trim import path_label
 from ragbudget.mcp.page_cache import PageCache
-from ragbudget.mcp.paging import UNIT_NAMES, Page, Remainder
+from ragbudget.mcp.paging import UNIT_NAMES, Page, Remainder, more_call
 from ragbudget.mcp.result_guard import RETRIES, GuardOutcome, ResultGuard, visible_text
 from ragbudget.mcp.settings import DEFAULT_MAX_TOKENS_CEILING
 
@@ -299,5 +299,5 @@ class TokenBudgetMiddleware(ToolInjectionMiddleware):
         if page.next_offset is None:
             follow = "This is the last page."
         else:
-            follow = f'Next page: {self.more_tool}(handle="{handle}", offset={page.next_offset}).'
+            follow = f"Next page: {more_call(self.more_tool, handle, page.next_offset)}."
         return f"[ragbudget: {remainder.tool} result, {shown}. {follow}]"

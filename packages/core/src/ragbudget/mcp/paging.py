@@ -16,6 +16,7 @@ puts a result back together from its first page and its continuation pages.
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -35,7 +36,15 @@ from ragbudget.mcp.json_trim import (
 )
 from ragbudget.truncate import truncate_head
 
-__all__ = ["Page", "Remainder", "Segment", "first_text_page", "join_pages"]
+__all__ = [
+    "Page",
+    "Remainder",
+    "Segment",
+    "find_more_call",
+    "first_text_page",
+    "join_pages",
+    "more_call",
+]
 
 PAYLOAD_KEY: dict[CutKind, str] = {"items": "items", "chars": "text", "keys": "entries"}
 """The key of a JSON page that holds its part of the result, by kind of cut."""
@@ -204,3 +213,15 @@ def join_pages(first: Any, pages: Iterable[Any]) -> Any:
             merged = {**target, **page["entries"]}
         result = replace_path(result, path, merged)
     return result
+
+
+def more_call(tool: str, handle: str, offset: int) -> str:
+    """The call a continuation notice names: `more(handle="6GJmNcVeHKEd", offset=120)`."""
+    return f'{tool}(handle="{handle}", offset={offset})'
+
+
+def find_more_call(text: str, tool: str = "more") -> tuple[str, int] | None:
+    """The handle and offset of the first `more_call` of `tool` in `text`, or None: what a
+    client follows to read the next page."""
+    found = re.search(re.escape(tool) + r'\(handle="([^"]+)", offset=(\d+)\)', text)
+    return None if found is None else (found[1], int(found[2]))

@@ -32,7 +32,7 @@ from pydantic import TypeAdapter, ValidationError
 from ragbudget.counters import TokenCounter
 from ragbudget.mcp.json_trim import Cut, dumps, trim
 from ragbudget.mcp.page_cache import PageCache
-from ragbudget.mcp.paging import Remainder, Segment, first_text_page
+from ragbudget.mcp.paging import Remainder, Segment, first_text_page, more_call
 
 __all__ = ["GuardOutcome", "ResultGuard", "visible_text"]
 
@@ -297,11 +297,10 @@ class _TextCut:
             )
         else:
             what = f"the JSON is valid but shortened: {_cut_list(_cuts(remainder))}"
-        if kept:
-            follow = (
-                f' Call {self.guard.more_tool}(handle="{self.handle}", offset=0) for the next page.'
-            )
-        elif self.guard.more_tool is None:
+        tool = self.guard.more_tool
+        if kept and tool is not None:
+            follow = f" Call {more_call(tool, self.handle, 0)} for the next page."
+        elif tool is None:
             follow = " Ask for less to see the rest (a smaller page, narrower arguments)."
         else:
             follow = " The rest was not kept (larger than the page cache): ask for less."
