@@ -345,28 +345,21 @@ def estimate_tokens(text: str, target: str = DEFAULT_TARGET) -> int:
     foreign = foreign_tokens(unknown, other, len(words), m.vocab)
     priced = max(alone + others, foreign)
     forced = sum(counts) + priced
-    text_top = text_bound(*itemgetter(*_TEXT_BOUND)(counted))
+    lift = 0  # at most what spelling the words can add (`spelling_bound`)
+    if as_words and spelled(len(unknown), len(words)):
+        lift = max(0, max(max(alone, spelling_bound(as_words, m.vocab)) + others, foreign) - priced)
+    bound = forced + lift + text_bound(*itemgetter(*_TEXT_BOUND)(counted))
     spaced, controls = counted[_SPACED_DIGITS], counted[_CONTROLS]
     # the pass counting double spaces only where the rest of the bound is not already over
-    pieces = forced + text_top + gap_bound(0, spaced, controls) > raw or (
-        forced + (text_top := text_top + gap_bound(classes.count(b"  "), spaced, controls)) > raw
-    )
-    if pieces:
+    if bound + gap_bound(0, spaced, controls) > raw or (
+        bound + gap_bound(classes.count(b"  "), spaced, controls) > raw
+    ):
         forced += text_tokens(
             data, m.vocab.symbol_runs, itemgetter(*_TEXT_COUNTS)(counted), m.vocab.space_runs
         )
-    if as_words and spelled(len(unknown), len(words)):  # where its bound could lift the floor
-        lift = max(max(alone, spelling_bound(as_words, m.vocab)) + others, foreign) - priced
-        if lift > 0 and forced + lift + (0 if pieces else text_top) > raw:
-            if not pieces:
-                forced += text_tokens(
-                    data,
-                    m.vocab.symbol_runs,
-                    itemgetter(*_TEXT_COUNTS)(counted),
-                    m.vocab.space_runs,
-                )
-            alone = max(alone, spelling_tokens(as_words, m.vocab))
-            forced += max(alone + others, foreign) - priced
+    if lift and forced + lift > raw:  # the spelling could lift the floor over the model
+        alone = max(alone, spelling_tokens(as_words, m.vocab))
+        forced += max(alone + others, foreign) - priced
     if len(classes) > _SOLID_CHARS * raw:  # else solid_floor(classes) <= raw
         forced = max(forced, solid_floor(classes))
     if other:  # characters that are a token of their own beside ASCII are in unknown words

@@ -94,7 +94,7 @@ import math
 import re
 import string
 from collections.abc import Sequence
-from itertools import filterfalse, repeat
+from itertools import filterfalse
 
 from ragbudget._estimate_pieces import (
     gap_bound,
@@ -213,42 +213,28 @@ def solid_floor(classes: bytes) -> int:
 
 
 @functools.lru_cache(maxsize=_CACHED_WORDS)
-def _word_price(word: bytes, pairs: re.Pattern[bytes]) -> int:
-    """What one unknown ASCII word of _LONG letters or more costs (see the module docstring).
+def _word_price(word: bytes, pairs: re.Pattern[bytes]) -> tuple[int, bool]:
+    """What one unknown ASCII word of _LONG letters or more costs (see the module docstring),
+    and whether that is the price of random letters (a sequence or not a word; words in
+    random case are words), which `spelling_tokens` leaves alone.
 
     Cached: a document's identifiers and names recur from chunk to chunk."""
     size = len(word)
     lower = word.lower()
     rare = len(pairs.findall(lower))
     if len(set(lower)) * _FEW_LETTERS <= size:  # a sequence (`ACGTTGCA`)
-        return 1 + math.ceil((size - 1) * _PER_LETTER) + case_changes(word, random=True) // 2
-    if _not_a_word(word, rare):
-        if word.isupper():  # random capitals cost more than random lowercase letters
-            return 1 + math.ceil((size - 1) * _PER_CAPITAL)
-        return 1 + math.ceil((size - 1) * _PER_LETTER) + case_changes(word, random=True) // 2
-    changes = _changes_or_random(word, size)
-    if changes is None:  # in random case
-        return 1 + math.ceil((size - 1) * _PER_LETTER)
-    return 1 + rare + changes
-
-
-def _not_a_word(word: bytes, rare: int) -> bool:
-    """A long unknown word with a rare pair in one position of 5 or fewer than 30% vowels."""
-    size = len(word)
-    return (
+        return 1 + math.ceil((size - 1) * _PER_LETTER) + case_changes(word, random=True) // 2, True
+    if (
         rare * _RARE_SHARE >= size - 1
         or size - len(word.translate(None, _VOWELS)) < _VOWEL_SHARE * size
-    )
-
-
-@functools.lru_cache(maxsize=_CACHED_WORDS)
-def _priced_as_random(word: bytes, pairs: re.Pattern[bytes]) -> bool:
-    """Whether `_word_price` prices the long unknown `word` as random letters (a sequence or
-    not a word; words in random case are words)."""
-    lower = word.lower()
-    if len(set(lower)) * _FEW_LETTERS <= len(word):
-        return True
-    return _not_a_word(word, len(pairs.findall(lower)))
+    ):
+        if word.isupper():  # random capitals cost more than random lowercase letters
+            return 1 + math.ceil((size - 1) * _PER_CAPITAL), True
+        return 1 + math.ceil((size - 1) * _PER_LETTER) + case_changes(word, random=True) // 2, True
+    changes = _changes_or_random(word, size)
+    if changes is None:  # in random case
+        return 1 + math.ceil((size - 1) * _PER_LETTER), False
+    return 1 + rare + changes, False
 
 
 def other_tokens(other: list[bytes], vocab: Vocabulary) -> int:
@@ -313,10 +299,11 @@ def word_tokens(
                 words.extend(short)
         total += len(short) + rare + changes
     if len(short) + len(caps) < len(unknown):
-        long = [w for w in unknown if len(w) >= _LONG]
-        total += sum(map(_word_price, long, repeat(vocab.rare_pairs)))
-        if words is not None:
-            words.extend(w for w in long if not _priced_as_random(w, vocab.rare_pairs))
+        for word in (w for w in unknown if len(w) >= _LONG):
+            price, random = _word_price(word, vocab.rare_pairs)
+            total += price
+            if words is not None and not random:
+                words.append(word)
     return total
 
 
@@ -386,7 +373,6 @@ def clear_caches() -> None:
     """Forget the prices of long unknown words and the spellings of unknown words (for
     benchmarks measuring a cold start)."""
     _word_price.cache_clear()
-    _priced_as_random.cache_clear()
     fewest.cache_clear()
 
 

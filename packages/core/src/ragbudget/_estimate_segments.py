@@ -24,7 +24,7 @@ import re
 import string
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import repeat
 
 __all__ = ["Runs", "Segments", "fewest"]
@@ -72,10 +72,7 @@ class Runs:
 
     def __init__(self, shipped: str) -> None:
         found = shipped.encode().split()
-        runs: dict[bytes, bool] = {}
-        for run in found:
-            for cut in range(1, len(run)):
-                runs.setdefault(run[:cut], False)
+        runs = dict.fromkeys({run[:cut] for run in found for cut in range(1, len(run))}, False)
         runs.update(dict.fromkeys(found, True))
         runs.update(dict.fromkeys(_LETTERS, True))
         self.runs = runs
@@ -106,21 +103,19 @@ class Segments:
     meets a capital (o200k)."""
 
     shipped: str
-    """The runs, space-separated (`EstimateData.letter_runs`), read into a set on first use."""
+    """The runs, space-separated (`EstimateData.letter_runs`), read into `table` on first use."""
     by_case: bool = False
-    _parsed: list[Runs] = field(default_factory=list, compare=False, repr=False)
 
-    def _table(self) -> Runs:
-        """The runs, read on first use."""
-        if not self._parsed:
-            self._parsed.append(Runs(self.shipped))
-        return self._parsed[0]
+    @functools.cached_property
+    def table(self) -> Runs:
+        """The runs, read on first use (a process that never spells never reads them)."""
+        return Runs(self.shipped)
 
     def tokens(self, words: Sequence[bytes]) -> int:
         """The fewest tokens that spell `words` (ASCII letters, none empty), summed."""
         if not self.shipped:
             return 0
-        table = self._table()
+        table = self.table
         if self.by_case:
             words = _CASE_PARTS.findall(b" ".join(words))
         return sum(fewest(word, table) for word in words)
@@ -133,7 +128,7 @@ class Segments:
         16-bit ints of the bytes, summed in C-level passes."""
         if not self.shipped or not words:
             return 0
-        table = self._table()
+        table = self.table
         if self.by_case:
             words = _CASE_PARTS.findall(b" ".join(words))
         view = memoryview(b"".join(word.ljust(len(word) + -len(word) % 4) for word in words))
