@@ -34,7 +34,9 @@ estimate never returns less:
   read from the runs of ASCII letters its tokens hold: `ragbudget._estimate_segments`; for
   the default target the more of both encodings): a lower bound of what the encoding makes
   of them, where the rules above read source code reversed (`rorrEemitnuR`), one word in
-  capitals repeated (`THURSDAY`, 4 tokens of o200k) or words in random case as words;
+  capitals repeated (`THURSDAY`, 4 tokens of o200k) or words in random case as words; so do
+  sequences whose first 4 letters recur once in 16 letters or more, a unit repeated
+  (`JFIFJFIF`: 0.75 tokens a letter in cl100k), not a random sequence (DNA);
 - digits cost a token per group of up to 3 in each run (how numbers are split), and a space
   or tab before them one more (digits take no prefix: ` 12` is ` ` and `12`);
 - a run of 2 or more spaces or tabs before a letter, symbol or digit costs a token (the
@@ -150,6 +152,10 @@ _GROUP_VOWEL_SHARE = 0.25
 # few vowels (`jcmd`, `hdlr`) hold few rare pairs, random letters 39%
 _SOME_RARE = 10
 _FEW_LETTERS = 3  # 3 times as many letters as distinct ones: a sequence
+# ... spelled (`spelling_tokens`) where its first 4 letters recur once in 16 letters or more: a
+# unit repeated (`JFIFJFIF`: 0.75 tokens a letter in cl100k), not a random sequence (DNA: 0.54)
+_UNIT = 4
+_PERIOD = 16
 # a lowercase letter alone between capitals in one letter of 16 or more: words in random case
 # (`rEsOurCe`: 0.54 tokens a letter in cl100k, as random letters; one in 8 letters there), not
 # camelCase, whose humps hold 2 lowercase letters or more (`getIncrementalEncoder`)
@@ -223,7 +229,8 @@ def _word_price(word: bytes, pairs: re.Pattern[bytes]) -> tuple[int, bool]:
     lower = word.lower()
     rare = len(pairs.findall(lower))
     if len(set(lower)) * _FEW_LETTERS <= size:  # a sequence (`ACGTTGCA`)
-        return 1 + math.ceil((size - 1) * _PER_LETTER) + case_changes(word, random=True) // 2, True
+        price = 1 + math.ceil((size - 1) * _PER_LETTER) + case_changes(word, random=True) // 2
+        return price, lower.count(lower[:_UNIT]) * _PERIOD < size
     if (
         rare * _RARE_SHARE >= size - 1
         or size - len(word.translate(None, _VOWELS)) < _VOWEL_SHARE * size
