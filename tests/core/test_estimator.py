@@ -30,7 +30,7 @@ from ragbudget._estimate import (
     floor_tokens,
     vocabulary,
 )
-from ragbudget._estimate_blocks import BlockCosts
+from ragbudget._estimate_blocks import BlockCosts, cuts
 from ragbudget._estimate_data import load
 from ragbudget._estimate_floor import (
     case_changes,
@@ -39,7 +39,7 @@ from ragbudget._estimate_floor import (
     text_bound,
     text_tokens,
 )
-from ragbudget._estimate_text import _WORD_TABLE, cuts
+from ragbudget._estimate_text import _WORD_TABLE
 from ragbudget.counters import EstimateCounter, TokenCounter
 
 SAMPLE = Path(__file__).parent / "data" / "estimator_sample.json.gz"

@@ -86,9 +86,10 @@ def write_tables(
     held: dict[str, str] | None = None,
 ) -> None:
     """Write the data file with new rare letter pairs, block costs, symbol and space runs, wide
-    spaces, isolated characters and letter runs; the words, their token counts, the weights,
-    the weak letters and the held pairs (features the weights were fitted with) are the ones
-    given, or the shipped ones (`--tables`)."""
+    spaces, isolated characters, letter runs, the words' counts without a space and the counts
+    of runs of spaces; the words, their token counts, the weights, the weak letters and the
+    held pairs (features the weights were fitted with) are the ones given, or the shipped ones
+    (`--tables`)."""
     global _estimate
     data = _estimate_data.load()
     if words is None or vocab is None or weights is None or weak is None or held is None:
@@ -106,6 +107,8 @@ def write_tables(
     wide = {name: fit.wide_spaces(enc) for name, enc in encs.items()}
     isolated = {name: fit.isolated_chars(enc) for name, enc in encs.items()}
     letters = {name: fit.letter_runs(enc) for name, enc in encs.items()}
+    bare = {name: fit.bare_tokens(words, enc) for name, enc in encs.items()}
+    counts = {name: fit.space_counts(enc) for name, enc in encs.items()}
     fit.write_data(
         words,
         vocab,
@@ -120,6 +123,8 @@ def write_tables(
         wide,
         isolated,
         letters,
+        bare,
+        counts,
     )
     _estimate_data.load.cache_clear()
     importlib.reload(importlib.import_module("ragbudget._estimate_text"))

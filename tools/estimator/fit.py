@@ -545,6 +545,30 @@ def letter_runs(encoding: Any) -> str:
     return " ".join(sorted(run.decode() for run in runs))
 
 
+SPACE_COUNTS = 256  # the runs of spaces whose token counts the data file holds
+
+
+def space_counts(encoding: Any) -> str:
+    """The token counts of a run of 0 to SPACE_COUNTS spaces alone, one digit each (9 at
+    most: a lower bound), a space, then the same of each run followed by a line break: the
+    pre-splitting makes a piece of each, which byte-pair merges cut the same way wherever it
+    is (171 spaces: 128 and 43)."""
+    return " ".join(
+        "".join(
+            str(min(9, len(encoding.encode_ordinary(" " * n + end))))
+            for n in range(SPACE_COUNTS + 1)
+        )
+        for end in ("", "\n")
+    )
+
+
+def bare_tokens(words: Sequence[str], encoding: Any) -> str:
+    """Each word's token count without a space before it (where the pre-splitting starts a
+    piece at a letter: a line's start, after a digit), one digit per word (9 at most: a lower
+    bound), aligned with `words`."""
+    return "".join(str(min(9, len(encoding.encode_ordinary(word)))) for word in words)
+
+
 def write_data(
     words: list[str],
     vocab: dict[str, tuple[list[int], str]],
@@ -559,6 +583,8 @@ def write_data(
     wide: dict[str, str],
     isolated: dict[str, str],
     letters: dict[str, str],
+    bare: dict[str, str],
+    space_counts: dict[str, str],
     path: Path = DATA_FILE,
 ) -> None:
     """Write the package data file that `ragbudget._estimate_data.load` reads."""
@@ -578,5 +604,7 @@ def write_data(
         "wide_spaces": wide,
         "isolated": isolated,
         "letter_runs": letters,
+        "bare_tokens": bare,
+        "space_counts": space_counts,
     }
     path.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")

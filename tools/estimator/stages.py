@@ -82,7 +82,7 @@ def stages(texts: Sequence[str], o200k: Any) -> dict[str, float]:
         ),
         "floor: digits, symbols, gaps, lines": _best(
             lambda pair: _estimate_floor.text_tokens(
-                pair[0], vocab.symbol_runs, pair[1], vocab.space_runs
+                pair[0], vocab.symbol_runs, pair[1], vocab.space_runs, vocab.space_counts
             ),
             list(zip(datas, counts, strict=True)),
             chars,
@@ -101,8 +101,9 @@ def floor_bound(text: str, vocab: _estimate.Vocabulary) -> int:
     prices it 1 plus its rare pairs, however many, unless they make it random capitals), or
     their spelling's bound where the floor spells them (`spelling_bound`),
     every symbol and line break a token (`text_bound`); known and non-ASCII words as the floor
-    prices them."""
-    _, classes, known, unknown, other, words = _estimate_floor.floor_parts(text, vocab)
+    prices them (at a line's start too)."""
+    data, classes, known, unknown, other, words = _estimate_floor.floor_parts(text, vocab)
+    known += _estimate_floor.bare_tokens(data, vocab)  # words at a line's start, as priced
     capitals = [w for w in unknown if w.isupper()]
     pairs = sum(map(len, unknown)) - len(unknown)
     caps_pairs = sum(map(len, capitals)) - len(capitals)

@@ -50,8 +50,10 @@ from dataclasses import dataclass
 from itertools import compress, filterfalse, repeat
 from operator import itemgetter, mul, not_
 
+from ragbudget._estimate_blocks import cuts
 from ragbudget._estimate_data import load
 from ragbudget._estimate_floor import (
+    bare_tokens,
     clear_caches,
     floor_tokens,
     foreign_tokens,
@@ -88,7 +90,6 @@ from ragbudget._estimate_text import (
     SCRIPT_NAMES,
     TARGETS,
     Vocabulary,
-    cuts,
     features,
     one_break,
     vocabulary,
@@ -245,6 +246,8 @@ _CONTROLS = ASCII_PATTERNS.index(b"\t")
 _TEXT_COUNTS = tuple(
     ASCII_PATTERNS.index(p) for p in (b"0", b"00", b"000", b"\n", b"\n\n", b" 0", b"\t")
 )
+# bare_tokens's bound in ASCII_PATTERNS: line breaks, blank lines, indented lines
+_BREAKS, _BLANK, _INDENT = map(ASCII_PATTERNS.index, (b"\n", b"\n\n", b"\n "))
 _SOLID_CHARS = 8  # solid_floor: a token per 8 characters at most
 # the classes of ASCII characters -> "a", of the others -> "b" (isolated_tokens' bound)
 _SIDES = bytes(ord("a") if c in _ASCII_CLASSES else ord("b") for c in range(256))
@@ -348,15 +351,27 @@ def estimate_tokens(text: str, target: str = DEFAULT_TARGET) -> int:
     lift = 0  # at most what spelling the words can add (`spelling_bound`)
     if as_words and spelled(len(unknown), len(words)):
         lift = max(0, max(max(alone, spelling_bound(as_words, m.vocab)) + others, foreign) - priced)
+    # the known words without a space before them (`bare_tokens`), after a line break not
+    # followed by a line break or a space and at the text's start: `bare_most` more each
+    starts = m.vocab.bare_most * (counted[_BREAKS] - counted[_BLANK] - counted[_INDENT] + 1)
     bound = forced + lift + text_bound(*itemgetter(*_TEXT_BOUND)(counted))
     spaced, controls = counted[_SPACED_DIGITS], counted[_CONTROLS]
-    # the pass counting double spaces only where the rest of the bound is not already over
-    if bound + gap_bound(0, spaced, controls) > raw or (
-        bound + gap_bound(classes.count(b"  "), spaced, controls) > raw
+    gaps = gap_bound(0, spaced, controls)  # and the double spaces only where this is not over
+    if (
+        bound + starts + gaps > raw
+        or bound + starts + gap_bound(classes.count(b"  "), spaced, controls) > raw
     ):
-        forced += text_tokens(
-            data, m.vocab.symbol_runs, itemgetter(*_TEXT_COUNTS)(counted), m.vocab.space_runs
-        )
+        found = bare_tokens(data, m.vocab)  # a fast search, before the slower pass below
+        forced += found
+        bound += found
+        if bound + gaps > raw or bound + gap_bound(classes.count(b"  "), spaced, controls) > raw:
+            forced += text_tokens(
+                data,
+                m.vocab.symbol_runs,
+                itemgetter(*_TEXT_COUNTS)(counted),
+                m.vocab.space_runs,
+                m.vocab.space_counts,
+            )
     if lift and forced + lift > raw:  # the spelling could lift the floor over the model
         alone = max(alone, spelling_tokens(as_words, m.vocab))
         forced += max(alone + others, foreign) - priced

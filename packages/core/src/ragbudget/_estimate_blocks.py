@@ -4,16 +4,18 @@ Read from `EstimateData.char_costs` (measured on each encoding's vocabulary by
 `tools/estimator/calibrate.py`): most such characters cost their UTF-8 length, a token per
 byte, so `BlockCosts.cost` sums the UTF-8 length less what the cheaper blocks save, in a few
 C-level passes. And the least a text costs where characters that are a token of their own
-beside ASCII cut it (`Isolated`).
+beside ASCII cut it (`Isolated`), and the pairs of adjacent characters no token holds
+(`cuts`).
 """
 
 from __future__ import annotations
 
 import re
+import string
 from dataclasses import dataclass, field
 from itertools import pairwise, repeat
 
-__all__ = ["BlockCosts", "Isolated", "block_costs"]
+__all__ = ["BlockCosts", "Isolated", "block_costs", "cuts", "held_codes", "pair_code"]
 
 
 def block_costs(runs: dict[str, int]) -> dict[bytes, int]:
@@ -142,3 +144,41 @@ class Isolated:
         if len(parts) == 1:
             return 0
         return 2 * len(parts) - 1 - parts.count("")
+
+
+def pair_code(first: str, second: str) -> int:
+    """Two characters as one int: what UTF-32 (little-endian) reads as a 64-bit integer."""
+    return ord(first) | ord(second) << 32
+
+
+def held_codes(held: str) -> frozenset[int]:
+    """The pairs of `held` (2 characters each, concatenated) and every pair of ASCII letters
+    as `pair_code`s; none where `held` is empty (the target has no such feature)."""
+    if not held:
+        return frozenset()
+    return frozenset(map(pair_code, held[::2], held[1::2])) | _ASCII_PAIRS
+
+
+_ASCII_PAIRS = frozenset(
+    pair_code(a, b) for a in string.ascii_letters for b in string.ascii_letters
+)
+"""Pairs of ASCII letters, never cuts: the feature is about the non-ASCII characters."""
+
+
+def cuts(words: list[bytes], held: frozenset[int]) -> int:
+    """How many pairs of adjacent characters in `words` (UTF-8, none empty) are not in `held`
+    (`pair_code`s): each is a cut between two tokens, where no token of the target holds the
+    pair (`ىي` and `جۇ` in Uyghur, whose words o200k makes a token per one or two letters).
+    0 where `held` is empty: the target has no such feature.
+
+    In C-level passes, about 60 ns a pair: the words, joined by spaces, as UTF-32 read as 64-bit
+    integers twice, from their first character and from their second, are every pair once."""
+    if not words or not held:
+        return 0
+    text = b" ".join(words).decode("utf-8", "surrogatepass")
+    size = len(text)
+    data = memoryview(text.encode("utf-32-le", "surrogatepass"))
+    first = data[: 8 * (size // 2)].cast("Q")
+    second = data[4 : 4 + 8 * ((size - 1) // 2)].cast("Q")
+    inside = size + 1 - 2 * len(words)  # pairs within the words (2 per space are not)
+    return inside - sum(map(held.__contains__, first)) - sum(map(held.__contains__, second))

@@ -60,6 +60,11 @@ class EstimateData:
     letter_runs: dict[str, str]
     """encoding -> the longest runs of ASCII letters of each of its tokens, space-separated
     (`ragbudget._estimate_segments`)."""
+    bare_tokens: dict[str, str]
+    """encoding -> each word's token count without a space before it, one digit per word."""
+    space_counts: dict[str, str]
+    """encoding -> the token counts of a run of 0, 1, 2... spaces alone, one digit each, a
+    space, then the same of each run followed by a line break."""
 
 
 @functools.cache
@@ -82,4 +87,6 @@ def load() -> EstimateData:
         isolated=raw.get("isolated", {}),
         wide_spaces=raw.get("wide_spaces", {}),
         letter_runs=raw.get("letter_runs", {}),
+        bare_tokens=raw.get("bare_tokens", {}),
+        space_counts=raw.get("space_counts", {}),
     )

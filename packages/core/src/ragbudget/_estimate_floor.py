@@ -6,7 +6,10 @@ soup and rare scripts cost a byte-pair tokenizer 1.3 to 4 times more tokens per 
 words do. `floor_tokens` counts such text the way the tokenizers do, piece by piece, and the
 estimate never returns less:
 
-- a known word costs its token count (from the vocabulary);
+- a known word costs its token count after a space (from the vocabulary), or without one
+  where the pre-splitting starts a piece at its first letter: at the text's start or after a
+  line break (`previously` is 1 token after a space, 2 alone; a word of the
+  vocabulary in 4 costs more alone in cl100k, one in 3 in o200k, one in 20 less);
 - an unknown ASCII word costs 1, plus 1 per rare letter pair in it (pairs outside those that
   make up 99% of the corpus's letter pairs: `ab` is common, `qz` is rare) and per case
   change: a lowercase letter followed by a capital, or 2 capitals or more followed by a
@@ -41,10 +44,13 @@ estimate never returns less:
   or tab before them one more (digits take no prefix: ` 12` is ` ` and `12`);
 - a run of 2 or more spaces or tabs before a letter, symbol or digit costs a token (the
   pre-splitting makes a piece of all but its last character: indentation), and whitespace at
-  the end of the text a token; a run of spaces longer than one token holds costs the fewest
-  runs of spaces the encodings hold that make it (read from their vocabularies: every run up
-  to 79 is a token, then 83, 87, 91, 95 and 128), before a line break all but the 48 spaces a
-  token holding a line break holds at most;
+  the end of the text a token; a run of 29 spaces or more costs what the encodings make of
+  it, alone or with the line break after it (byte-pair merges cut such a piece the same way
+  wherever it is: 171 spaces before a line break are 128, 43 and the break, though a token
+  holds 48 spaces and a break), up to 256 spaces; a longer one, or one with other whitespace
+  in its piece, the fewest runs of spaces the encodings hold that make it (read from their
+  vocabularies: every run up to 79 is a token, then 83, 87, 91, 95 and 128), before a line
+  break all but the 48 spaces a token holding a line break holds at most;
 - a control character, vertical tab or form feed costs a token (no token holds one beside
   anything else, but cl100k's `\\x1b[` and `\\x0c\\n` and o200k's `\\x00\\x00` and `\\x01E`),
   and so does a space right before a control character, which no token holds with it; a
@@ -96,7 +102,7 @@ import math
 import re
 import string
 from collections.abc import Sequence
-from itertools import filterfalse
+from itertools import filterfalse, repeat
 
 from ragbudget._estimate_pieces import (
     gap_bound,
@@ -178,6 +184,11 @@ _CAMEL_SHARE = 4  # ... unless case changes are more than 1 per 4 unknown ASCII 
 # unknown ASCII words cost their spelling where they are 1 in 2 of the words or more: text the
 # vocabulary knows little of (the spelling costs a few microseconds a word)
 _SPELLED_SHARE = 2
+# words (as `_WORD_TABLE` cuts them) at the text's start and after a line break (a line feed
+# found by a fast literal search; a carriage return alone is rare)
+_FIRST_WORD = re.compile(rb"[A-Za-z\x80-\xff]+")
+_AFTER_FEED = re.compile(rb"\n([A-Za-z\x80-\xff]+)")
+_AFTER_BREAK = re.compile(rb"[\n\r]([A-Za-z\x80-\xff]+)")
 
 
 def case_changes(words: bytes, *, random: bool = False) -> int:
@@ -331,6 +342,20 @@ def foreign_tokens(
     return math.ceil(vocab.foreign * chars)
 
 
+def bare_tokens(data: bytes, vocab: Vocabulary) -> int:
+    """What the known words of the UTF-8 `data` where the pre-splitting starts a piece without
+    a space (at the text's start, after a line break) cost more than after a space, or less
+    (`Vocabulary.bare`): `previously` is 1 token after a space, 2 alone. (A word after a digit
+    starts a piece too, `2nd`; left out, as their search costs 4 times as much.)"""
+    bare = vocab.bare
+    if not bare:
+        return 0
+    first = _FIRST_WORD.match(data)
+    extra = bare.get(first.group(), 0) if first else 0
+    starts = (_AFTER_BREAK if b"\r" in data else _AFTER_FEED).findall(data)
+    return extra + sum(map(bare.get, starts, repeat(0)))
+
+
 def spelled(unknown: int, words: int) -> bool:
     """Whether `unknown` unknown ASCII words among `words` words cost their spelling
     (`spelling_tokens`): 1 or more, half of the words or more."""
@@ -394,7 +419,8 @@ def forced_tokens(
     """The piece-by-piece count of `floor_tokens`, from the UTF-8 `data`, the sum of the token
     counts of its known words, its unknown ASCII words, its unknown non-ASCII words and the
     number of its words."""
-    pieces = text_tokens(data, vocab.symbol_runs, spaces=vocab.space_runs)
+    pieces = text_tokens(data, vocab.symbol_runs, spaces=vocab.space_runs, exact=vocab.space_counts)
+    known_tokens += bare_tokens(data, vocab)
     return known_tokens + unknown_tokens(unknown, other, words, vocab) + pieces
 
 

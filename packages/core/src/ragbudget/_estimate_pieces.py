@@ -68,9 +68,12 @@ _LONGEST_RUN = 256  # repeated symbols held whole are looked for up to this leng
 # the most spaces a token holding a line break holds (cl100k 48, o200k 44; every run of up to
 # 79 spaces is one token): a longer run before a line break is a token more at least
 _SPACES_WITH_BREAK = 48
-_LONG_SPACES = _SPACES_WITH_BREAK + 1  # shorter runs are one token (with a line break or not)
+# byte-pair merges make 2 tokens of a run of 29 spaces before a line break (o200k; 33 in
+# cl100k), one of any shorter run, with a line break or not
+_LONG_SPACES = 29
 _SPACES = re.compile(b" {%d,}" % _LONG_SPACES)
 _LONG_SPACE_RUN = b" " * _LONG_SPACES
+_JOINS = (b"\t", b"\x0b", b"\x0c")  # whitespace the pre-splitting joins to a run of spaces
 
 
 def text_tokens(
@@ -78,11 +81,13 @@ def text_tokens(
     whole: frozenset[bytes],
     counts: tuple[int, ...] | None = None,
     spaces: tuple[tuple[int, ...], ...] = (),
+    exact: tuple[tuple[int, ...], tuple[int, ...]] = ((), ()),
 ) -> int:
     """What the digits, ASCII symbols and control characters, gaps and line breaks of the UTF-8
     `data` cost at least; `whole`: the runs of symbols that the encodings hold whole in one
     token (`Vocabulary.symbol_runs`: every lone symbol, and runs of 2 or more that their tokens
-    hold); `spaces`: the lengths of the runs of spaces they hold (`Vocabulary.space_runs`).
+    hold); `spaces`: the lengths of the runs of spaces they hold (`Vocabulary.space_runs`);
+    `exact`: the token counts of runs of spaces (`Vocabulary.space_counts`).
 
     Never more than `text_bound` plus `gap_bound` of its class counts. `counts`, if given, are
     the counts of the class n-grams `0`, `00`, `000`, `\\n`, `\\n\\n`, ` 0` and `\\t` (tabs
@@ -105,7 +110,7 @@ def text_tokens(
     # long runs of spaces (a wide gap, padding): as many tokens as the runs of spaces the
     # encodings hold need to make them (one C-level test where there are none)
     if spaces and _LONG_SPACE_RUN in data:
-        total += _space_tokens(data, spaces)
+        total += _space_tokens(data, spaces, exact)
     if counts is None or counts[6]:  # control characters (or tabs): a token each
         total += _control_tokens(data, whole)
     runs = data.translate(_SYMBOLS_KEPT).split()  # the runs of symbols
@@ -173,27 +178,44 @@ def _held_controls(whole: frozenset[bytes]) -> tuple[tuple[bytes, int], ...]:
     return tuple(sorted(out))
 
 
-def _space_tokens(data: bytes, spaces: tuple[tuple[int, ...], ...]) -> int:
+def _space_tokens(
+    data: bytes,
+    spaces: tuple[tuple[int, ...], ...],
+    exact: tuple[tuple[int, ...], tuple[int, ...]] = ((), ()),
+) -> int:
     """What the runs of `_LONG_SPACES` spaces or more in `data` cost beyond what `text_tokens`
-    counts without them. The pre-splitting makes one piece of such a run, and the encodings
-    `spaces` (lengths held, per encoding) make as many tokens of it as it takes runs they hold
-    (`space_pieces`): of all of it at the end of the text (a piece, one token counted); of all
-    but its last space before a word, digit or symbol (a gap, one token counted); and before
-    a line break (one piece with it, `\\s*[\\r\\n]+`, whose token the line breaks count), of
-    all but the spaces (up to `_SPACES_WITH_BREAK`) that a token holding the line break holds
-    too, as few as the encodings can make. A tab or form feed after it: not counted."""
+    counts without them. The pre-splitting makes one piece of such a run: of all of it at the
+    end of the text (one token counted), of all but its last space before a word, digit or
+    symbol (a gap, one token counted), and of it with a line break after it (`\\s*[\\r\\n]+`,
+    whose token the line breaks count). Byte-pair merges cut such a piece the same way
+    wherever it is: it costs its count in `exact` (`Vocabulary.space_counts`: runs alone, runs
+    before a line break), where it holds nothing else (no tab before it, nor whitespace before
+    a line break, nor another line break after it). Else, or past the counts, as many tokens
+    as the runs of spaces the encodings hold need to make it (`space_pieces`; `spaces`,
+    lengths held per encoding), before a line break of all but the spaces (up to
+    `_SPACES_WITH_BREAK`) that a token holding the line break holds too. A tab or form feed
+    after it: not counted."""
+    alone, broken = exact
     total = 0
     for found in _SPACES.finditer(data):
-        end = found.end()
-        size = end - found.start()
+        start, end = found.span()
+        size = end - start
         after = data[end : end + 1]
+        joined = start > 0 and data[start - 1 : start] in _JOINS
         if not after:
-            total += space_pieces(spaces, size) - 1
+            exact_count = alone[size] if size < len(alone) and not joined else 0
+            total += (exact_count or space_pieces(spaces, size)) - 1
         elif after in b"\r\n":
-            rest = range(size - _SPACES_WITH_BREAK, size + 1)
-            total += min(space_pieces(spaces, n) for n in rest)
+            lone = start == 0 or not data[start - 1 : start].isspace()
+            then = data[end + 1 : end + 2]  # no other line break in the piece
+            if lone and size < len(broken) and after == b"\n" and not (then and then in b"\r\n"):
+                total += broken[size] - 1
+            else:
+                rest = range(size - _SPACES_WITH_BREAK, size + 1)
+                total += min(space_pieces(spaces, n) for n in rest)
         elif after not in b"\t\x0b\x0c":
-            total += space_pieces(spaces, size - 1) - 1
+            exact_count = alone[size - 1] if size <= len(alone) and not joined else 0
+            total += (exact_count or space_pieces(spaces, size - 1)) - 1
     return total
 
 

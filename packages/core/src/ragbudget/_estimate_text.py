@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import functools
 import re
-import string
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from itertools import filterfalse
+from itertools import filterfalse, repeat
 
-from ragbudget._estimate_blocks import BlockCosts, Isolated, block_costs
+from ragbudget._estimate_blocks import BlockCosts, Isolated, block_costs, cuts, held_codes
 from ragbudget._estimate_data import load
 from ragbudget._estimate_segments import Segments
 
@@ -248,7 +247,7 @@ class Vocabulary:
     least (for the floor)."""
     held: frozenset[int] = frozenset()
     """Pairs of adjacent characters, one of them non-ASCII at least, that some token of every
-    encoding covered holds, and every pair of ASCII letters, as `_pair_code`s (`cuts`)."""
+    encoding covered holds, and every pair of ASCII letters, as `pair_code`s (`cuts`)."""
     space_runs: tuple[tuple[int, ...], ...] = ()
     """Per encoding covered, the lengths of the runs of spaces that one of its tokens holds,
     ascending (1 to 79 or 81, then 83, 87, 91, 95 and 128): a longer run is several tokens
@@ -262,6 +261,13 @@ class Vocabulary:
     longest run of it one token holds (`EstimateData.wide_spaces`)."""
     segments: tuple[Segments, ...] = ()
     """Per encoding covered, the runs of ASCII letters its tokens hold (`fewest`)."""
+    bare: dict[bytes, int] = field(default_factory=dict)
+    """The words whose count without a space before them differs -> by how much (`bare`)."""
+    bare_most: int = 0
+    space_counts: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
+    """The most tokens of the encodings covered that a run of 0, 1, 2... spaces makes alone,
+    and followed by a line break (`EstimateData.space_counts`; for the floor)."""
+    """The most of those: what a word without a space before it costs more at most."""
 
     @classmethod
     def build(
@@ -282,6 +288,8 @@ class Vocabulary:
         wide_spaces: Iterable[str] = (),
         isolated: Iterable[str] = (),
         segments: Iterable[Segments] = (),
+        bare: Iterable[int] = (),
+        space_counts: Iterable[str] = (),
     ) -> Vocabulary:
         """`single`: the non-ASCII characters that are single tokens (for the rare-character
         features); `floor_singles`: the same per encoding for the floor (default: `single`);
@@ -295,8 +303,12 @@ class Vocabulary:
         (an empty list: none held, the floor's rule for long runs of spaces is off);
         `wide_spaces`: `EstimateData.wide_spaces` of each encoding covered; `isolated`:
         `EstimateData.isolated` of each encoding covered; `segments`: the runs of ASCII
-        letters of each encoding covered (`EstimateData.letter_runs`)."""
+        letters of each encoding covered (`EstimateData.letter_runs`); `bare`: aligned with
+        `words`, their counts without a space before them (`EstimateData.bare_tokens`);
+        `space_counts`: `EstimateData.space_counts` of each encoding covered."""
         table = {w.encode(): n for w, n in zip(words, tokens, strict=True)}
+        counts = tuple(bare)  # the words are unique: one count per key of `table`
+        fresh = {w: n - table[w] for w, n in zip(table, counts, strict=True)} if counts else {}
         floors = tuple(map(_singles_pattern, floor_singles or (single,)))
         costs = tuple(BlockCosts.build(block_costs(c)) for c in floor_costs) or tuple(
             BlockCosts.build({}) for _ in floors
@@ -323,51 +335,25 @@ class Vocabulary:
             _classes_of("".join(spelled_chars)),
             foreign,
             _common_runs(symbol_runs),
-            _held_codes(held),
+            held_codes(held),
             tuple(tuple(sorted(map(int, runs.split()))) for runs in space_runs if runs),
             tuple(map(Isolated.build, isolated)) or tuple(Isolated.build("") for _ in floors),
             re.compile(f"([{''.join(sorted(wide))}])\\1*" if wide else "(?!)"),
             {char: tuple(costs) for char, costs in wide.items()},
             tuple(segments),
+            {w: n for w, n in fresh.items() if n},
+            max([0, *fresh.values()]),
+            _most_counts(space_counts),
         )
 
 
-def _pair_code(first: str, second: str) -> int:
-    """Two characters as one int: what UTF-32 (little-endian) reads as a 64-bit integer."""
-    return ord(first) | ord(second) << 32
-
-
-def _held_codes(held: str) -> frozenset[int]:
-    """The pairs of `held` (2 characters each, concatenated) and every pair of ASCII letters
-    as `_pair_code`s; none where `held` is empty (the target has no such feature)."""
-    if not held:
-        return frozenset()
-    return frozenset(map(_pair_code, held[::2], held[1::2])) | _ASCII_PAIRS
-
-
-_ASCII_PAIRS = frozenset(
-    _pair_code(a, b) for a in string.ascii_letters for b in string.ascii_letters
-)
-"""Pairs of ASCII letters, never cuts: the feature is about the non-ASCII characters."""
-
-
-def cuts(words: list[bytes], held: frozenset[int]) -> int:
-    """How many pairs of adjacent characters in `words` (UTF-8, none empty) are not in `held`
-    (`_pair_code`s): each is a cut between two tokens, where no token of the target holds the
-    pair (`ىي` and `جۇ` in Uyghur, whose words o200k makes a token per one or two letters).
-    0 where `held` is empty: the target has no such feature.
-
-    In C-level passes, about 60 ns a pair: the words, joined by spaces, as UTF-32 read as 64-bit
-    integers twice, from their first character and from their second, are every pair once."""
-    if not words or not held:
-        return 0
-    text = b" ".join(words).decode("utf-8", "surrogatepass")
-    size = len(text)
-    data = memoryview(text.encode("utf-32-le", "surrogatepass"))
-    first = data[: 8 * (size // 2)].cast("Q")
-    second = data[4 : 4 + 8 * ((size - 1) // 2)].cast("Q")
-    inside = size + 1 - 2 * len(words)  # pairs within the words (2 per space are not)
-    return inside - sum(map(held.__contains__, first)) - sum(map(held.__contains__, second))
+def _most_counts(specs: Iterable[str]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The most of the counts of runs of spaces `specs` (`EstimateData.space_counts`)."""
+    split = [spec.split() for spec in specs if spec]
+    if not split:
+        return ((), ())
+    alone, broken = (tuple(map(max, *(map(int, s[i]) for s in split), repeat(0))) for i in (0, 1))
+    return alone, broken
 
 
 def _classes_of(chars: str) -> bytes:
@@ -375,12 +361,17 @@ def _classes_of(chars: str) -> bytes:
     return bytes(sorted({_CLASSES[c.encode("utf-8", "surrogatepass")[0]] for c in chars}))
 
 
+def _most(digits: dict[str, str], covered: Iterable[str], words: int) -> Iterator[int]:
+    """Each word's most tokens of the encodings `covered` (one digit per word, each)."""
+    return map(max, *(map(int, digits[t]) for t in covered), [0] * words)
+
+
 @functools.cache
 def vocabulary(target: str) -> Vocabulary:
     """The shipped vocabulary of `target` (DEFAULT_TARGET or one of TARGETS)."""
     data = load()
     covered = TARGETS if target == DEFAULT_TARGET else (target,)
-    tokens = map(max, *(map(int, data.tokens[t]) for t in covered), [0] * len(data.words))
+    tokens = _most(data.tokens, covered, len(data.words))
     return Vocabulary.build(
         data.words,
         tokens,
@@ -397,6 +388,8 @@ def vocabulary(target: str) -> Vocabulary:
         wide_spaces=[data.wide_spaces.get(t, "") for t in covered],
         isolated=[data.isolated.get(t, "") for t in covered],
         segments=list(map(_segments, covered)),
+        bare=_most(data.bare_tokens, covered, len(data.words)) if data.bare_tokens else (),
+        space_counts=[data.space_counts.get(t, "") for t in covered],
     )
 
 
