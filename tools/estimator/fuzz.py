@@ -26,7 +26,6 @@ import base64
 import codecs
 import gzip
 import json
-import math
 import random
 import re
 import statistics
@@ -309,12 +308,6 @@ def under_counts(samples: int) -> dict[str, list[list[float]]]:
     return out
 
 
-def _p99(values: list[float]) -> float:
-    """The under-count that 1% of the texts exceed (the 99th percentile, nearest rank)."""
-    ranked = sorted(values)
-    return ranked[max(0, math.ceil(0.99 * len(ranked)) - 1)] if ranked else 0.0
-
-
 def table(samples: int) -> str:
     rows = under_counts(samples)
     head = " | ".join(f"{name} vs {against}" for name, _, against in COUNTERS)
@@ -323,7 +316,7 @@ def table(samples: int) -> str:
     for kind, under in rows.items():
         cells = []
         for values in under:
-            p99, worst = _p99(values), max(values, default=0.0)
+            p99, worst = report.quantile(values, 0.99), max(values, default=0.0)
             p99_over += p99 > report.LIMIT
             worst_over += worst > report.WORST
             cells.append(

@@ -34,7 +34,11 @@ class Accuracy:
         return f"**{text}**" if mark and not self.ok else text
 
 
-def _quantile(values: Sequence[float], q: float) -> float:
+def quantile(values: Sequence[float], q: float) -> float:
+    """The `q` quantile of `values` (0 when empty), interpolated between the two nearest ranks
+    as numpy's default does: every table of the tools reads its 99th percentiles with it."""
+    if not values:
+        return 0.0
     ordered = sorted(values)
     pos = q * (len(ordered) - 1)
     low = int(pos)
@@ -52,7 +56,7 @@ def accuracy(
     long = [u for u, n in zip(under, sizes or [200] * len(under), strict=True) if n >= 200]
     return Accuracy(
         100 * statistics.median(abs(err) for err in errors),
-        100 * _quantile(under, 0.99),
+        100 * quantile(under, 0.99),
         100 * max(long, default=0.0),
     )
 

@@ -151,7 +151,7 @@ def floor_worth(chunks: Sequence[corpus.Chunk], cl100k: Any) -> str:
             alone.append(model / truth - 1)
             above += _estimate.floor_tokens(text, vocab) > model
             proved += floor_bound(text, vocab) <= model
-        cells = [f"{-100 * report._quantile(e, 0.01):.1f}%" for e in (with_floor, alone)]
+        cells = [f"{-100 * report.quantile(e, 0.01):.1f}%" for e in (with_floor, alone)]
         cells += [f"{100 * n / len(texts):.0f}%" for n in (above, proved)]
         lines.append(f"| {family} | " + " | ".join(cells) + " |")
     return "\n".join(lines)

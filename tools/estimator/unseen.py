@@ -161,7 +161,7 @@ def foreign_costs(chunks: list[corpus.Chunk]) -> str:
             if words and 2 * len(unknown) >= len(words):
                 tokens = sum(len(enc.encode_ordinary(" " + w)) for w in unknown)
                 costs.append(tokens / sum(map(len, unknown)))
-        p10, p25, p50 = (report._quantile(costs, q) for q in (0.1, 0.25, 0.5))
+        p10, p25, p50 = (report.quantile(costs, q) for q in (0.1, 0.25, 0.5))
         rows.append(
             f"{name}: {len(costs)} fitted European chunks, tokens per character of their "
             f"unknown words p10 {p10:.3f} p25 {p25:.3f} median {p50:.3f} "
