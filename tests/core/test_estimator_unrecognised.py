@@ -37,6 +37,7 @@ from ragbudget._estimate_floor import (
     case_changes,
     floor_parts,
     floor_tokens,
+    forced_tokens,
     foreign_tokens,
     isolated_tokens,
     other_tokens,
@@ -505,6 +506,34 @@ def test_trailing_spaces_and_words_at_a_line_start_cost_their_count(
         truth = max(count(text) for count in exact.values())
         assert _under(estimate_tokens(text), truth) <= LIMIT
     assert bare_tokens(b"previously\nworked", vocabulary("cl100k_base")) == 1
+
+
+_KNOWN = sorted(w.decode() for w in vocabulary(DEFAULT_TARGET).words if w.isascii() and w.isalpha())
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    lines=st.lists(
+        st.tuples(
+            st.sampled_from(_KNOWN), st.integers(1, 300), st.sampled_from(("", "\n", "\r"))
+        ).map(lambda part: part[0] + " " * part[1] + part[2]),
+        min_size=1,
+        max_size=12,
+    ),
+    indent=st.booleans(),
+)
+def test_known_words_and_runs_of_spaces_are_never_counted_over_the_encodings(
+    lines: list[str], indent: bool, exact: dict[str, Callable[[str], int]]
+) -> None:
+    """Known words after a space, at a line's start or at the text's start, and runs of 1-300
+    spaces alone, before a word or before a line break: the floor's pieces (the solid floor
+    and the foreign rule aside) never count more than each encoding makes of them."""
+    text = (" " if indent else "") + "".join(lines)
+    for target in TARGETS:
+        vocab = vocabulary(target)
+        data, _, known, unknown, other, words = floor_parts(text, vocab)
+        assert not unknown and not other
+        assert forced_tokens(data, known, unknown, other, vocab, words) <= exact[target](text)
 
 
 def test_space_pieces_are_the_fewest_runs_held() -> None:
