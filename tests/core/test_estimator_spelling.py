@@ -154,3 +154,25 @@ def test_a_unit_repeated_is_spelled_and_a_random_sequence_is_not() -> None:
         as_words: list[bytes] = []
         word_tokens([word], vocab, as_words)
         assert (as_words == [word]) is spells, word
+
+
+def test_a_spelling_with_a_limit_is_exact_above_it() -> None:
+    """The estimate spells only as far as it needs to know whether the spelling lifts the
+    floor over the model: with a `limit`, the count is exact where the spelling exceeds it,
+    and never over it where it does not (the spelling stops once what is spelled plus the
+    bound of the rest is within it)."""
+    rng = random.Random(15)
+    vocab = vocabulary(DEFAULT_TARGET)
+    words = [
+        "".join(rng.choice(string.ascii_letters) for _ in range(rng.randint(3, 14))).encode()
+        for _ in range(200)
+    ]
+    exact = spelling_tokens(words, vocab)
+    assert exact > len(words)
+    for limit in (0, len(words), exact - 1, exact, exact + 1, spelling_bound(words, vocab)):
+        found = spelling_tokens(words, vocab, limit)
+        assert found == exact if exact > limit else found <= limit, limit
+    for segments in vocab.segments:
+        alone = segments.tokens(words)
+        assert segments.tokens(words, alone - 1) == alone
+        assert segments.tokens(words, alone) <= alone

@@ -373,7 +373,10 @@ def estimate_tokens(text: str, target: str = DEFAULT_TARGET) -> int:
                 m.vocab.space_counts,
             )
     if lift and forced + lift > raw:  # the spelling could lift the floor over the model
-        alone = max(alone, spelling_tokens(as_words, m.vocab))
+        # a spelling of this or less leaves max(raw, floor) as it is: the spelling may stop
+        # there (`spelling_tokens`' limit)
+        limit = max(alone, foreign - others, raw - forced + priced - others)
+        alone = max(alone, spelling_tokens(as_words, m.vocab, limit))
         forced += max(alone + others, foreign) - priced
     if len(classes) > _SOLID_CHARS * raw:  # else solid_floor(classes) <= raw
         forced = max(forced, solid_floor(classes))

@@ -362,17 +362,20 @@ def spelled(unknown: int, words: int) -> bool:
     return unknown > 0 and unknown * _SPELLED_SHARE >= words
 
 
-def spelling_tokens(unknown: Sequence[bytes], vocab: Vocabulary) -> int:
+def spelling_tokens(unknown: Sequence[bytes], vocab: Vocabulary, limit: int | None = None) -> int:
     """The fewest tokens that spell the unknown ASCII words `unknown`, the most of any
     encoding `vocab` covers (`ragbudget._estimate_segments`; 0 without its data). The
     encodings in the order of their `bound`, which spares spelling with one whose bound is
-    already reached."""
+    already reached. With a `limit`, a count of `limit` or less may stand for any that is not
+    more (`Segments.tokens`): the estimate needs the spelling only where it exceeds what
+    lifts the floor over the model."""
     best = 0
     bounds = [(segments.bound(unknown), segments) for segments in vocab.segments]
     for bound, segments in sorted(bounds, key=lambda item: -item[0]):
-        if bound <= best:
+        reached = best if limit is None else max(best, limit)
+        if bound <= reached:
             break
-        best = max(best, segments.tokens(unknown))
+        best = max(best, segments.tokens(unknown, None if limit is None else reached))
     return best
 
 

@@ -31,6 +31,8 @@ __all__ = ["Runs", "Segments", "fewest"]
 
 _CASE_PARTS = re.compile(rb"[A-Z]*[a-z]+|[A-Z]+[a-z]*")  # o200k's pieces of a word of letters
 _CACHED_WORDS = 1 << 16
+# `Segments.tokens` with a limit spells slices of 16 words or an eighth of them, whichever more
+_SLICE, _SLICES = 16, 8
 _LETTERS = [bytes((b,)) for b in string.ascii_letters.encode()]  # each a token of both
 
 
@@ -111,14 +113,25 @@ class Segments:
         """The runs, read on first use (a process that never spells never reads them)."""
         return Runs(self.shipped)
 
-    def tokens(self, words: Sequence[bytes]) -> int:
-        """The fewest tokens that spell `words` (ASCII letters, none empty), summed."""
+    def tokens(self, words: Sequence[bytes], limit: int | None = None) -> int:
+        """The fewest tokens that spell `words` (ASCII letters, none empty), summed. With a
+        `limit`, a sum of `limit` or less may stand for any that is not more: the words are
+        spelled a slice at a time, and the spelling stops where what is spelled plus the bound
+        of the rest (`bound`) is within `limit`."""
         if not self.shipped:
             return 0
         table = self.table
         if self.by_case:
             words = _CASE_PARTS.findall(b" ".join(words))
-        return sum(fewest(word, table) for word in words)
+        if limit is None:
+            return sum(fewest(word, table) for word in words)
+        total = 0
+        step = max(_SLICE, len(words) // _SLICES)
+        for start in range(0, len(words), step):
+            if start and total + _bound(words[start:], table) <= limit:
+                break
+            total += sum(fewest(word, table) for word in words[start : start + step])
+        return total
 
     def bound(self, words: Sequence[bytes]) -> int:
         """At least `tokens(words)`, from counts: one spelling of each word (or part,
@@ -128,9 +141,13 @@ class Segments:
         16-bit ints of the bytes, summed in C-level passes."""
         if not self.shipped or not words:
             return 0
-        table = self.table
         if self.by_case:
             words = _CASE_PARTS.findall(b" ".join(words))
-        view = memoryview(b"".join(word.ljust(len(word) + -len(word) % 4) for word in words))
-        pairs = sum(map(table.pair_cost.__getitem__, view.cast("H")))
-        return pairs - sum(map(table.four_saving.get, view.cast("I"), repeat(0)))
+        return _bound(words, self.table)
+
+
+def _bound(words: Sequence[bytes], table: Runs) -> int:
+    """`Segments.bound` of `words` already cut as the encoding's pre-splitting cuts them."""
+    view = memoryview(b"".join(word.ljust(len(word) + -len(word) % 4) for word in words))
+    pairs = sum(map(table.pair_cost.__getitem__, view.cast("H")))
+    return pairs - sum(map(table.four_saving.get, view.cast("I"), repeat(0)))
