@@ -182,9 +182,9 @@ def test_the_shipped_space_runs_are_read_from_the_encoding(encoding: str) -> Non
 
 @pytest.mark.parametrize("encoding", ["cl100k_base", "o200k_base"])
 def test_the_shipped_counts_of_spaces_and_bare_words_are_the_encodings(encoding: str) -> None:
-    """The floor counts a run of spaces (alone, or before a line break) and a word at a line's
-    start by what the encoding makes of them: the counts the data file holds must be its own
-    (`--tables` rewrites them)."""
+    """The floor counts a run of spaces (alone, or before a line break), a word at a line's
+    start and the bytes no token holds beside an ASCII letter by what the encoding makes of
+    them: what the data file holds must be its own (`--tables` rewrites it)."""
     import tiktoken
     from ragbudget import use_bundled_tiktoken_files
     from ragbudget._estimate_data import load
@@ -194,6 +194,7 @@ def test_the_shipped_counts_of_spaces_and_bare_words_are_the_encodings(encoding:
     data = load()
     assert data.space_counts[encoding] == fit.space_counts(enc)
     assert data.bare_tokens[encoding] == fit.bare_tokens(data.words, enc)
+    assert data.letter_cuts[encoding] == fit.letter_cuts(enc)
     alone, broken = data.space_counts[encoding].split()
     assert alone[171] == "2" and broken[171] == "3" and broken[28] == "1"
 

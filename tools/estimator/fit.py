@@ -545,6 +545,24 @@ def letter_runs(encoding: Any) -> str:
     return " ".join(sorted(run.decode() for run in runs))
 
 
+def letter_cuts(encoding: Any) -> str:
+    """The lead bytes of UTF-8 characters that no token of `encoding` holds right after an
+    ASCII letter, and the continuation bytes that no token holds right before one, as two
+    hex strings, space-separated: between a letter and such a byte, one token ends and the
+    next begins (a look-alike Cyrillic letter inside a Latin word, a zero-width space)."""
+    letters = set(string.ascii_letters.encode())
+    after, before = set(), set()
+    for token in encoding._mergeable_ranks:
+        for first, second in pairwise(token):
+            if first in letters:
+                after.add(second)
+            if second in letters:
+                before.add(first)
+    leads = bytes(b for b in range(0xC2, 0xF5) if b not in after)
+    continuations = bytes(b for b in range(0x80, 0xC0) if b not in before)
+    return f"{leads.hex()} {continuations.hex()}"
+
+
 SPACE_COUNTS = 256  # the runs of spaces whose token counts the data file holds
 
 
@@ -585,6 +603,7 @@ def write_data(
     letters: dict[str, str],
     bare: dict[str, str],
     space_counts: dict[str, str],
+    cuts: dict[str, str],
     path: Path = DATA_FILE,
 ) -> None:
     """Write the package data file that `ragbudget._estimate_data.load` reads."""
@@ -606,5 +625,6 @@ def write_data(
         "letter_runs": letters,
         "bare_tokens": bare,
         "space_counts": space_counts,
+        "letter_cuts": cuts,
     }
     path.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")

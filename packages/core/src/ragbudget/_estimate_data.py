@@ -65,6 +65,9 @@ class EstimateData:
     space_counts: dict[str, str]
     """encoding -> the token counts of a run of 0, 1, 2... spaces alone, one digit each, a
     space, then the same of each run followed by a line break."""
+    letter_cuts: dict[str, str]
+    """encoding -> the lead bytes no token holds right after an ASCII letter and the
+    continuation bytes none holds right before one, as two hex strings, space-separated."""
 
 
 @functools.cache
@@ -89,4 +92,5 @@ def load() -> EstimateData:
         letter_runs=raw.get("letter_runs", {}),
         bare_tokens=raw.get("bare_tokens", {}),
         space_counts=raw.get("space_counts", {}),
+        letter_cuts=raw.get("letter_cuts", {}),
     )

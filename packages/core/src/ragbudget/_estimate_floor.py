@@ -79,7 +79,11 @@ estimate never returns less:
   target the larger of both encodings' sums; so does a character of a script the encoding
   spells a character at a time (holding its letters but next to none of its words: Odia in
   o200k); each such word a token more, and each Latin-1, Latin Extended, IPA or combining
-  character in it a token more;
+  character in it a token more; or, if more, each such word a token and a token per ASCII
+  letter in it beside a byte that no token of the encoding holds beside a letter (read from
+  its tokens: no token of cl100k holds a letter right before the first byte of a Cyrillic
+  letter, a curly apostrophe or a zero-width space), where one token ends and the next
+  begins (`don’t` is `don` and `’t`);
 - where it counts more than the rest, a token per run of the characters that no merge of an
   encoding joins to ASCII (`Isolated`, read from its merges: a variation selector, U+FE0F)
   with ASCII or an end on both sides, and a token per stretch of text between such runs: no
@@ -259,10 +263,13 @@ def other_tokens(other: list[bytes], vocab: Vocabulary) -> int:
     """What the unknown non-ASCII words `other` cost at least: a token each, plus their
     characters no token holds alone at their block's cost (the most of any encoding `vocab`
     covers), plus a token per Latin-1, Latin Extended, IPA or combining character (a word of
-    English letters holds one or two; a run of them makes a token per character or so)."""
+    English letters holds one or two; a run of them makes a token per character or so); or,
+    if more, a token each plus one per ASCII letter beside a byte that no token of an encoding
+    holds beside a letter (the most of the encodings): no token spans that cut."""
     if not other:
         return 0
-    wide = b"".join(other).translate(None, _ASCII_BYTES)
+    whole = b"".join(other)
+    wide = whole.translate(None, _ASCII_BYTES)
     latin = wide.translate(_CLASSES, _CONTINUATION)
     chars = wide.decode("utf-8", "surrogatepass")
     # characters of the scripts spelled a character at a time, only if their classes occur
@@ -276,7 +283,20 @@ def other_tokens(other: list[bytes], vocab: Vocabulary) -> int:
         if residue:
             cost += costs.cost(residue)
         best = max(best, cost)
-    return len(other) + best + sum(map(latin.count, _LATIN))
+    best += sum(map(latin.count, _LATIN))
+    # an ASCII letter beside a byte no token holds beside one (`Vocabulary.letter_cuts`): a
+    # token more each, at least, where the prices above are less (`don’t`, `pаssword` with a
+    # Cyrillic `а`, letters between zero-width spaces); 2 at most per ASCII letter of the words
+    if 2 * (len(whole) - len(wide)) > best:
+        joined = b" ".join(other)
+        cuts = (_letter_cuts(joined.translate(table)) for table in vocab.letter_cuts)
+        best = max(best, *cuts)
+    return len(other) + best
+
+
+def _letter_cuts(marked: bytes) -> int:
+    """The cuts between tokens in words translated by a `Vocabulary.letter_cuts` table."""
+    return marked.count(b"aL") + marked.count(b"Ca")
 
 
 def word_tokens(

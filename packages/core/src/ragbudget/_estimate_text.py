@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
+import string
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -264,10 +265,14 @@ class Vocabulary:
     bare: dict[bytes, int] = field(default_factory=dict)
     """The words whose count without a space before them differs -> by how much (`bare`)."""
     bare_most: int = 0
+    """The most of those: what a word without a space before it costs more at most."""
+    letter_cuts: tuple[bytes, ...] = ()
+    """Per encoding covered, a `bytes.translate` table: ASCII letters -> "a", the lead bytes no
+    token holds right after one -> "L", the continuation bytes none holds right before one ->
+    "C", the rest -> "x" (`EstimateData.letter_cuts`; `aL` and `Ca` are cuts between tokens)."""
     space_counts: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
     """The most tokens of the encodings covered that a run of 0, 1, 2... spaces makes alone,
     and followed by a line break (`EstimateData.space_counts`; for the floor)."""
-    """The most of those: what a word without a space before it costs more at most."""
 
     @classmethod
     def build(
@@ -290,6 +295,7 @@ class Vocabulary:
         segments: Iterable[Segments] = (),
         bare: Iterable[int] = (),
         space_counts: Iterable[str] = (),
+        letter_cuts: Iterable[str] = (),
     ) -> Vocabulary:
         """`single`: the non-ASCII characters that are single tokens (for the rare-character
         features); `floor_singles`: the same per encoding for the floor (default: `single`);
@@ -305,7 +311,8 @@ class Vocabulary:
         `EstimateData.isolated` of each encoding covered; `segments`: the runs of ASCII
         letters of each encoding covered (`EstimateData.letter_runs`); `bare`: aligned with
         `words`, their counts without a space before them (`EstimateData.bare_tokens`);
-        `space_counts`: `EstimateData.space_counts` of each encoding covered."""
+        `space_counts`, `letter_cuts`: `EstimateData.space_counts`, `.letter_cuts` of each
+        encoding covered."""
         table = {w.encode(): n for w, n in zip(words, tokens, strict=True)}
         counts = tuple(bare)  # the words are unique: one count per key of `table`
         fresh = {w: n - table[w] for w, n in zip(table, counts, strict=True)} if counts else {}
@@ -343,8 +350,19 @@ class Vocabulary:
             tuple(segments),
             {w: n for w, n in fresh.items() if n},
             max([0, *fresh.values()]),
+            tuple(map(_cuts_table, letter_cuts)),
             _most_counts(space_counts),
         )
+
+
+def _cuts_table(spec: str) -> bytes:
+    """The `Vocabulary.letter_cuts` table of one encoding's `EstimateData.letter_cuts`."""
+    leads, continuations = map(bytes.fromhex, spec.split(" "))
+    letters = string.ascii_letters.encode()
+    return bytes(
+        ord("a" if b in letters else "L" if b in leads else "C" if b in continuations else "x")
+        for b in range(256)
+    )
 
 
 def _most_counts(specs: Iterable[str]) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -390,6 +408,7 @@ def vocabulary(target: str) -> Vocabulary:
         segments=list(map(_segments, covered)),
         bare=_most(data.bare_tokens, covered, len(data.words)) if data.bare_tokens else (),
         space_counts=[data.space_counts.get(t, "") for t in covered],
+        letter_cuts=[data.letter_cuts[t] for t in covered if t in data.letter_cuts],
     )
 
 
