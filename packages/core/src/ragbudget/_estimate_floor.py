@@ -287,10 +287,9 @@ def other_tokens(other: list[bytes], vocab: Vocabulary) -> int:
     # an ASCII letter beside a byte no token holds beside one (`Vocabulary.letter_cuts`): a
     # token more each, at least, where the prices above are less (`don’t`, `pаssword` with a
     # Cyrillic `а`, letters between zero-width spaces); 2 at most per ASCII letter of the words
-    if 2 * (len(whole) - len(wide)) > best:
+    if vocab.letter_cuts and 2 * (len(whole) - len(wide)) > best:
         joined = b" ".join(other)
-        cuts = (_letter_cuts(joined.translate(table)) for table in vocab.letter_cuts)
-        best = max(best, *cuts)
+        best = max(best, *(_letter_cuts(joined.translate(t)) for t in vocab.letter_cuts))
     return len(other) + best
 
 

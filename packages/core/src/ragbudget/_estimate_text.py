@@ -263,7 +263,8 @@ class Vocabulary:
     segments: tuple[Segments, ...] = ()
     """Per encoding covered, the runs of ASCII letters its tokens hold (`fewest`)."""
     bare: dict[bytes, int] = field(default_factory=dict)
-    """The words whose count without a space before them differs -> by how much (`bare`)."""
+    """The words whose count without a space before them differs -> by how much (for the
+    floor: `bare_tokens`)."""
     bare_most: int = 0
     """The most of those: what a word without a space before it costs more at most."""
     letter_cuts: tuple[bytes, ...] = ()
