@@ -46,7 +46,7 @@ from ragbudget._estimate_floor import (
     space_pieces,
     word_tokens,
 )
-from ragbudget._estimate_text import FOREIGN_COSTS
+from ragbudget._estimate_text import FOREIGN_COSTS, Vocabulary
 
 SAMPLE = Path(__file__).parent / "data" / "estimator_sample.json.gz"
 UNFITTED = (
@@ -558,6 +558,8 @@ def test_a_letter_beside_a_byte_no_token_holds_beside_one_is_a_cut(
     assert other_tokens(["don’t".encode(), "isn’t".encode()], vocab) == 4
     quoted = "“Don’t” — it’s the user’s “choice”, isn’t it? " * 8
     assert floor_tokens(quoted, vocab) <= exact["cl100k_base"](quoted)
+    bare = Vocabulary.build([], [], "é")  # no cuts known: the other prices alone
+    assert other_tokens(["don’t".encode(), "café".encode()], bare) >= 2
 
 
 def test_space_pieces_are_the_fewest_runs_held() -> None:
