@@ -86,10 +86,11 @@ def write_tables(
     held: dict[str, str] | None = None,
 ) -> None:
     """Write the data file with new rare letter pairs, block costs, symbol and space runs, wide
-    spaces, isolated characters, letter runs, the words' counts without a space, the counts
-    of runs of spaces and the bytes no token holds beside an ASCII letter; the words, their
-    token counts, the weights, the weak letters and the held pairs (features the weights were
-    fitted with) are the ones given, or the shipped ones (`--tables`)."""
+    spaces, isolated characters, letter runs (and which begin a token), the words' counts
+    without a space, the counts of runs of spaces and the bytes no token holds beside an
+    ASCII letter; the words, their token counts, the weights, the weak letters and the held
+    pairs (features the weights were fitted with) are the ones given, or the shipped ones
+    (`--tables`)."""
     global _estimate
     data = _estimate_data.load()
     if words is None or vocab is None or weights is None or weak is None or held is None:
@@ -110,6 +111,7 @@ def write_tables(
     bare = {name: fit.bare_tokens(words, enc) for name, enc in encs.items()}
     counts = {name: fit.space_counts(enc) for name, enc in encs.items()}
     cuts = {name: fit.letter_cuts(enc) for name, enc in encs.items()}
+    pure = {name: fit.pure_runs(enc, letters[name]) for name, enc in encs.items()}
     fit.write_data(
         words,
         vocab,
@@ -127,6 +129,7 @@ def write_tables(
         bare,
         counts,
         cuts,
+        pure,
     )
     _estimate_data.load.cache_clear()
     importlib.reload(importlib.import_module("ragbudget._estimate_text"))

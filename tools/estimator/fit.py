@@ -21,6 +21,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import string
@@ -587,6 +588,24 @@ def bare_tokens(words: Sequence[str], encoding: Any) -> str:
     return "".join(str(min(9, len(encoding.encode_ordinary(word)))) for word in words)
 
 
+def pure_runs(encoding: Any, runs: str) -> str:
+    """Which of the `runs` (`letter_runs`, in their order) begin a token of `encoding` (nothing
+    before them in it: `Tat`, not ` Tat`), a bit each (least significant first), base64: only
+    those can spell a word past its first letters, as a token there holds no space or symbol
+    before its letters (`ragbudget._estimate_segments.Runs`)."""
+    starts = set()
+    for token in encoding._mergeable_ranks:
+        found = re.match(rb"[A-Za-z]+", token)
+        if found:
+            starts.add(found.group())
+    ordered = runs.split()
+    bits = bytearray((len(ordered) + 7) // 8)
+    for i, run in enumerate(ordered):
+        if run.encode() in starts:
+            bits[i >> 3] |= 1 << (i & 7)
+    return base64.b64encode(bytes(bits)).decode()
+
+
 def write_data(
     words: list[str],
     vocab: dict[str, tuple[list[int], str]],
@@ -604,6 +623,7 @@ def write_data(
     bare: dict[str, str],
     space_counts: dict[str, str],
     cuts: dict[str, str],
+    pure: dict[str, str],
     path: Path = DATA_FILE,
 ) -> None:
     """Write the package data file that `ragbudget._estimate_data.load` reads."""
@@ -626,5 +646,6 @@ def write_data(
         "bare_tokens": bare,
         "space_counts": space_counts,
         "letter_cuts": cuts,
+        "pure_runs": pure,
     }
     path.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")

@@ -65,6 +65,9 @@ class EstimateData:
     space_counts: dict[str, str]
     """encoding -> the token counts of a run of 0, 1, 2... spaces alone, one digit each, a
     space, then the same of each run followed by a line break."""
+    pure_runs: dict[str, str]
+    """encoding -> which `letter_runs` begin a token (nothing before them in it), a bit each,
+    base64."""
     letter_cuts: dict[str, str]
     """encoding -> the lead bytes no token holds right after an ASCII letter and the
     continuation bytes none holds right before one, as two hex strings, space-separated."""
@@ -93,4 +96,5 @@ def load() -> EstimateData:
         bare_tokens=raw.get("bare_tokens", {}),
         space_counts=raw.get("space_counts", {}),
         letter_cuts=raw.get("letter_cuts", {}),
+        pure_runs=raw.get("pure_runs", {}),
     )

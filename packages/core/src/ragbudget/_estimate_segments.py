@@ -19,6 +19,7 @@ the floor takes this bound instead (`ragbudget._estimate_floor.spelling_tokens`)
 
 from __future__ import annotations
 
+import base64
 import functools
 import re
 import string
@@ -34,6 +35,7 @@ _CACHED_WORDS = 1 << 16
 # `Segments.tokens` with a limit spells slices of 16 words or an eighth of them, whichever more
 _SLICE, _SLICES = 16, 8
 _LETTERS = [bytes((b,)) for b in string.ascii_letters.encode()]  # each a token of both
+_BEGINS, _AT_START, _ANYWHERE = 0, 1, 2  # `Runs.runs`: what a string of letters is
 
 
 @functools.lru_cache(maxsize=_CACHED_WORDS)
@@ -54,7 +56,8 @@ def fewest(word: bytes, table: Runs) -> int:
             run = runs.get(word[start:end])
             if run is None:  # no run begins so
                 break
-            if run and then < best[end]:
+            # past the word's first letters only the letters a token begins with
+            if then < best[end] and (run == _ANYWHERE or (run and not start)):
                 best[end] = then
             end += 1
     return best[size]
@@ -62,21 +65,33 @@ def fewest(word: bytes, table: Runs) -> int:
 
 class Runs:
     """The runs of ASCII letters of one encoding's tokens, with every beginning of one:
-    `runs[s]` is True where `s` is a run, False where it only begins one; `pair_cost` and
-    `four_saving`: what 2 bytes cost at most and what 4 letters a run holds save, by their
-    ints (`_code`; `Segments.bound`).
+    `runs[s]` is `_ANYWHERE` where some token begins with the letters `s` (`Tat`, `name's`),
+    `_AT_START` where only tokens with a space or a symbol before them hold them (` Tat`,
+    `.name`), which spell a word's first letters only (a token past them begins with its
+    letters: the pre-splitting puts nothing else there), and `_BEGINS` (0) where `s` only
+    begins a run; `pair_cost` and `four_saving`: what 2 bytes cost at most and what 4 letters
+    of an `_ANYWHERE` run save, by their ints (`_code`; `Segments.bound`, which spells with
+    those alone). `pure`: which runs are `_ANYWHERE`, a bit each in the order of `shipped`,
+    base64 (`EstimateData.pure_runs`); without it, every run is.
     Hashed by identity (`fewest` caches by it; one per encoding)."""
 
     __slots__ = ("four_saving", "pair_cost", "runs")
-    runs: dict[bytes, bool]
+    runs: dict[bytes, int]
     pair_cost: list[int]
     four_saving: dict[int, int]
 
-    def __init__(self, shipped: str) -> None:
+    def __init__(self, shipped: str, pure: str = "") -> None:
         found = shipped.encode().split()
-        runs = dict.fromkeys({run[:cut] for run in found for cut in range(1, len(run))}, False)
-        runs.update(dict.fromkeys(found, True))
-        runs.update(dict.fromkeys(_LETTERS, True))
+        runs = dict.fromkeys({run[:cut] for run in found for cut in range(1, len(run))}, _BEGINS)
+        if pure:
+            bits = base64.b64decode(pure)
+            kinds = (
+                _ANYWHERE if bits[i >> 3] >> (i & 7) & 1 else _AT_START for i in range(len(found))
+            )
+            runs.update(zip(found, kinds, strict=True))
+        else:
+            runs.update(dict.fromkeys(found, _ANYWHERE))
+        runs.update(dict.fromkeys(_LETTERS, _ANYWHERE))
         self.runs = runs
         cost = [2] * 0x10000  # two bytes as a 16-bit int -> their tokens at most
         cost[_code(b"  ")] = 0  # padding
@@ -84,12 +99,12 @@ class Runs:
             cost[_code(f"{a} ".encode())] = 1  # a letter, then padding
             for b in string.ascii_letters:
                 pair = f"{a}{b}".encode()
-                cost[_code(pair)] = 1 if runs.get(pair) else 2
+                cost[_code(pair)] = 1 if runs.get(pair) == _ANYWHERE else 2
         self.pair_cost = cost
-        self.four_saving = {  # 4 letters a run holds: a token instead of their 2 pairs
+        self.four_saving = {  # 4 letters a token begins with: a token instead of their 2 pairs
             _code(run): cost[_code(run[:2])] + cost[_code(run[2:])] - 1
             for run in found
-            if len(run) == 4
+            if len(run) == 4 and runs[run] == _ANYWHERE
         }
 
 
@@ -107,11 +122,13 @@ class Segments:
     shipped: str
     """The runs, space-separated (`EstimateData.letter_runs`), read into `table` on first use."""
     by_case: bool = False
+    pure: str = ""
+    """Which runs begin a token (`EstimateData.pure_runs`; `Runs`)."""
 
     @functools.cached_property
     def table(self) -> Runs:
         """The runs, read on first use (a process that never spells never reads them)."""
-        return Runs(self.shipped)
+        return Runs(self.shipped, self.pure)
 
     def tokens(self, words: Sequence[bytes], limit: int | None = None) -> int:
         """The fewest tokens that spell `words` (ASCII letters, none empty), summed. With a

@@ -416,7 +416,9 @@ def vocabulary(target: str) -> Vocabulary:
 @functools.cache
 def _segments(encoding: str) -> Segments:
     """One per encoding, shared by the targets covering it: `fewest` caches by its runs."""
-    return Segments(load().letter_runs.get(encoding, ""), by_case=encoding == "o200k_base")
+    data = load()
+    runs, pure = data.letter_runs.get(encoding, ""), data.pure_runs.get(encoding, "")
+    return Segments(runs, by_case=encoding == "o200k_base", pure=pure)
 
 
 FEATURE_NAMES: tuple[str, ...] = (
