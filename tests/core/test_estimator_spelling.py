@@ -22,7 +22,9 @@ from ragbudget._estimate import DEFAULT_TARGET, TARGETS, estimate_tokens, vocabu
 from ragbudget._estimate_data import load
 from ragbudget._estimate_floor import (
     floor_parts,
+    forced_tokens,
     spelled,
+    spelled_starts,
     spelling_bound,
     spelling_tokens,
     word_tokens,
@@ -78,6 +80,12 @@ def test_the_spelling_is_never_more_than_the_encodings_count(
         for sep in (" ", "\n", "(", ".", "_", "-"):  # a token holds one word's letters at most
             text = sep + sep.join(words)
             assert spelled_words <= len(enc.encode_ordinary(text)), (name, text)
+        # each word at a line's start, nothing before it in its piece: its first token begins
+        # with its letters too (`Segments.alone`), and each line break is a token at least
+        alone = spelled_words + segments[0].alone(data)
+        assert spelled_words <= alone <= segments[0].bound(data)
+        lines = "\n" + "\n".join(words)
+        assert alone <= len(enc.encode_ordinary(lines)) - len(words), (name, lines)
     default = vocabulary(DEFAULT_TARGET)
     assert spelling_tokens(data, default) == max(
         vocabulary(name).segments[0].tokens(data) for name in TARGETS
@@ -195,3 +203,24 @@ def test_a_spelling_with_a_limit_is_exact_above_it() -> None:
         alone = segments.tokens(words)
         assert segments.tokens(words, alone - 1) == alone
         assert segments.tokens(words, alone) <= alone
+
+
+def test_a_word_at_a_lines_start_is_spelled_with_letters_a_token_begins_with() -> None:
+    """Nothing stands before a word at a line's start in its piece, so its first token, too,
+    begins with its letters: the letters of ` abc` alone do not spell it (`fewest(...,
+    alone=True)`), and the floor spells such words so (`spelled_starts`): a list of unknown
+    words one per line (Kabyle's language names, 13.3% under at the 99th percentile) costs
+    more than the same words after spaces."""
+    shipped = "ab abc cd xyz"  # abc only after a space
+    runs = Runs(shipped, base64.b64encode(bytes([0b1101])).decode())
+    assert fewest(b"abc", runs) == 1 and fewest(b"abc", runs, alone=True) == 2
+    assert Segments(shipped, pure=base64.b64encode(bytes([0b1101])).decode()).alone([b"abc"]) == 1
+    vocab = vocabulary("cl100k_base")
+    words = [b"Tatswanat", b"Tasluvinit", b"Tawuluft", b"Tayiddict"] * 5
+    lines = b"\n".join(words)
+    assert spelled_starts(lines, words) == words
+    assert spelled_starts(b" ".join(words), words) == words[:1]  # the text's start only
+    after_spaces = spelling_tokens(words, vocab)  # `Tat` begins no token of cl100k: ` Tat`
+    assert spelling_tokens(words, vocab, starts=words) == after_spaces + len(words) // 2
+    _, _, known, unknown, other, count = floor_parts(lines.decode(), vocab)
+    assert forced_tokens(lines, known, unknown, other, vocab, count) >= 80 + len(words) - 1

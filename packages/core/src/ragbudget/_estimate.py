@@ -63,6 +63,7 @@ from ragbudget._estimate_floor import (
     plain_spaces,
     solid_floor,
     spelled,
+    spelled_starts,
     spelling_bound,
     spelling_tokens,
     text_bound,
@@ -376,7 +377,8 @@ def estimate_tokens(text: str, target: str = DEFAULT_TARGET) -> int:
         # a spelling of this or less leaves max(raw, floor) as it is: the spelling may stop
         # there (`spelling_tokens`' limit)
         limit = max(alone, foreign - others, raw - forced + priced - others)
-        alone = max(alone, spelling_tokens(as_words, m.vocab, limit))
+        first = spelled_starts(data, as_words)  # spelled with nothing before them
+        alone = max(alone, spelling_tokens(as_words, m.vocab, limit, first))
         forced += max(alone + others, foreign) - priced
     if len(classes) > _SOLID_CHARS * raw:  # else solid_floor(classes) <= raw
         forced = max(forced, solid_floor(classes))

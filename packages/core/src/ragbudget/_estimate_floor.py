@@ -134,12 +134,14 @@ __all__ = [
     "foreign_tokens",
     "gap_bound",
     "isolated_tokens",
+    "line_starts",
     "other_tokens",
     "plain_spaces",
     "solid_floor",
     "soup_tokens",
     "space_pieces",
     "spelled",
+    "spelled_starts",
     "spelling_bound",
     "spelling_tokens",
     "text_bound",
@@ -362,17 +364,20 @@ def foreign_tokens(
 
 
 def bare_tokens(data: bytes, vocab: Vocabulary) -> int:
-    """What the known words of the UTF-8 `data` where the pre-splitting starts a piece without
-    a space (at the text's start, after a line break) cost more than after a space, or less
-    (`Vocabulary.bare`): `previously` is 1 token after a space, 2 alone. (A word after a digit
-    starts a piece too, `2nd`; left out, as their search costs 4 times as much.)"""
+    """What the known words of the UTF-8 `data` at a piece's start (`line_starts`; a word
+    after a digit is one too, `2nd`, left out: finding them costs 4 times as much) cost more
+    than after a space, or less (`Vocabulary.bare`): `previously` is 1 token, 2 alone."""
     bare = vocab.bare
     if not bare:
         return 0
+    return sum(map(bare.get, line_starts(data), repeat(0)))
+
+
+def line_starts(data: bytes) -> list[bytes]:
+    """The words of the UTF-8 `data` at its start and after a line break: first in their piece."""
     first = _FIRST_WORD.match(data)
-    extra = bare.get(first.group(), 0) if first else 0
     starts = (_AFTER_BREAK if b"\r" in data else _AFTER_FEED).findall(data)
-    return extra + sum(map(bare.get, starts, repeat(0)))
+    return [first.group(), *starts] if first else starts
 
 
 def spelled(unknown: int, words: int) -> bool:
@@ -381,21 +386,35 @@ def spelled(unknown: int, words: int) -> bool:
     return unknown > 0 and unknown * _SPELLED_SHARE >= words
 
 
-def spelling_tokens(unknown: Sequence[bytes], vocab: Vocabulary, limit: int | None = None) -> int:
+def spelling_tokens(
+    unknown: Sequence[bytes],
+    vocab: Vocabulary,
+    limit: int | None = None,
+    starts: Sequence[bytes] = (),
+) -> int:
     """The fewest tokens that spell the unknown ASCII words `unknown`, the most of any
-    encoding `vocab` covers (`ragbudget._estimate_segments`; 0 without its data). The
-    encodings in the order of their `bound`, which spares spelling with one whose bound is
-    already reached. With a `limit`, a count of `limit` or less may stand for any that is not
-    more (`Segments.tokens`): the estimate needs the spelling only where it exceeds what
-    lifts the floor over the model."""
+    encoding `vocab` covers (`ragbudget._estimate_segments`; 0 without its data), those of
+    them `starts` (one each time one stands at a line's start: `line_starts`) spelled with
+    nothing before them (`Segments.alone`). The encodings in the order of their `bound`,
+    which spares spelling with one whose bound is already reached. With a `limit`, a count
+    of `limit` or less may stand for any that is not more (`Segments.tokens`): the estimate
+    needs the spelling only where it exceeds what lifts the floor over the model."""
     best = 0
     bounds = [(segments.bound(unknown), segments) for segments in vocab.segments]
     for bound, segments in sorted(bounds, key=lambda item: -item[0]):
         reached = best if limit is None else max(best, limit)
         if bound <= reached:
             break
-        best = max(best, segments.tokens(unknown, None if limit is None else reached))
+        extra = segments.alone(starts)
+        spelled = segments.tokens(unknown, None if limit is None else reached - extra)
+        best = max(best, spelled + extra)
     return best
+
+
+def spelled_starts(data: bytes, words: Sequence[bytes]) -> list[bytes]:
+    """Each time one of `words` stands at a line's start in the UTF-8 `data`: that word."""
+    spelled = set(words)
+    return [word for word in line_starts(data) if word in spelled]
 
 
 def spelling_bound(unknown: Sequence[bytes], vocab: Vocabulary) -> int:
@@ -404,16 +423,21 @@ def spelling_bound(unknown: Sequence[bytes], vocab: Vocabulary) -> int:
 
 
 def unknown_tokens(
-    unknown: Sequence[bytes], other: list[bytes], words: int, vocab: Vocabulary
+    unknown: Sequence[bytes],
+    other: list[bytes],
+    words: int,
+    vocab: Vocabulary,
+    data: bytes = b"",
 ) -> int:
     """What the unknown ASCII words `unknown` and non-ASCII words `other` of a text of `words`
-    words cost at least: `word_tokens` (or, where `spelled`, the same with those it prices as
-    words at their `spelling_tokens`, if more) and `other_tokens`, or `foreign_tokens` if
-    more."""
+    words (its UTF-8 `data`) cost at least: `word_tokens` (or, where `spelled`, the same with
+    those it prices as words at their `spelling_tokens`, if more) and `other_tokens`, or
+    `foreign_tokens` if more."""
     as_words: list[bytes] = []
     priced = word_tokens(unknown, vocab, as_words)
     if spelled(len(unknown), words) and as_words:
-        priced = max(priced, spelling_tokens(as_words, vocab))
+        starts = spelled_starts(data, as_words)
+        priced = max(priced, spelling_tokens(as_words, vocab, starts=starts))
     return max(priced + other_tokens(other, vocab), foreign_tokens(unknown, other, words, vocab))
 
 
@@ -443,7 +467,7 @@ def forced_tokens(
     number of its words."""
     pieces = text_tokens(data, vocab.symbol_runs, spaces=vocab.space_runs, exact=vocab.space_counts)
     known_tokens += bare_tokens(data, vocab)
-    return known_tokens + unknown_tokens(unknown, other, words, vocab) + pieces
+    return known_tokens + unknown_tokens(unknown, other, words, vocab, data) + pieces
 
 
 def floor_parts(

@@ -39,15 +39,19 @@ _BEGINS, _AT_START, _ANYWHERE = 0, 1, 2  # `Runs.runs`: what a string of letters
 
 
 @functools.lru_cache(maxsize=_CACHED_WORDS)
-def fewest(word: bytes, table: Runs) -> int:
+def fewest(word: bytes, table: Runs, *, alone: bool = False) -> int:
     """The fewest runs of `table` that spell `word` (ASCII letters, not empty; every single
     letter is a run). Dynamic programming forward: from each start, the spelling grows one
     letter at a time while it is the beginning of some run, so a word costs a few lookups a
-    letter. Cached: a document's names recur from chunk to chunk."""
+    letter. `alone`: nothing stands before the word in its piece (a line's start), so its
+    first token too begins with its letters. Cached: a document's names recur from chunk to
+    chunk."""
     runs = table.runs
     size = len(word)
-    if runs.get(word):
+    first = runs.get(word)
+    if first == _ANYWHERE or (first and not alone):
         return 1
+    opening = _ANYWHERE if alone else _AT_START  # what may spell the word's first letters
     best: list[int] = list(range(size + 1))  # the fewest spelling word[:i]: a letter each at most
     for start in range(size):
         then = best[start] + 1
@@ -57,7 +61,7 @@ def fewest(word: bytes, table: Runs) -> int:
             if run is None:  # no run begins so
                 break
             # past the word's first letters only the letters a token begins with
-            if then < best[end] and (run == _ANYWHERE or (run and not start)):
+            if then < best[end] and (run == _ANYWHERE or (not start and run >= opening)):
                 best[end] = then
             end += 1
     return best[size]
@@ -148,6 +152,20 @@ class Segments:
             if start and total + _bound(words[start:], table) <= limit:
                 break
             total += sum(fewest(word, table) for word in words[start : start + step])
+        return total
+
+    def alone(self, words: Sequence[bytes]) -> int:
+        """What `words` (ASCII letters, none empty) cost more spelled where nothing stands
+        before them in their piece (a line's start: `fewest(..., alone=True)`) than after a
+        space: only their first letters (their first part, `by_case`) can change."""
+        if not self.shipped or not words:
+            return 0
+        table = self.table
+        total = 0
+        for word in words:
+            if self.by_case:
+                word = _CASE_PARTS.match(word).group()  # type: ignore[union-attr]
+            total += fewest(word, table, alone=True) - fewest(word, table)
         return total
 
     def bound(self, words: Sequence[bytes]) -> int:
