@@ -116,7 +116,7 @@ from ragbudget._estimate_pieces import (
     text_bound,
     text_tokens,
 )
-from ragbudget._estimate_segments import fewest
+from ragbudget._estimate_segments import fewest, spelled, spelling_bound, spelling_tokens
 from ragbudget._estimate_text import (
     _CLASSES,
     _CONTINUATION,
@@ -187,9 +187,6 @@ _CACHED_WORDS = 1 << 16  # long unknown words whose prices the cache keeps
 _LATIN = (b"l", b"L", b"S", b"m")  # classes of Latin-1, Latin Extended, symbols, IPA and marks
 _FOREIGN_SHARE = 2  # unknown words 1 in 2 of the words or more: see foreign_tokens
 _CAMEL_SHARE = 4  # ... unless case changes are more than 1 per 4 unknown ASCII words
-# unknown ASCII words cost their spelling where they are 1 in 2 of the words or more: text the
-# vocabulary knows little of (the spelling costs a few microseconds a word)
-_SPELLED_SHARE = 2
 # words (as `_WORD_TABLE` cuts them) at the text's start and after a line break (a line feed
 # found by a fast literal search; a carriage return alone is rare)
 _FIRST_WORD = re.compile(rb"[A-Za-z\x80-\xff]+")
@@ -277,10 +274,10 @@ def other_tokens(other: list[bytes], vocab: Vocabulary) -> int:
     # characters of the scripts spelled a character at a time, only if their classes occur
     spells = any(map(latin.__contains__, vocab.spelled_classes))
     best = 0
-    for singles, costs, spelled in zip(
+    for singles, costs, letterwise in zip(
         vocab.floor_singles, vocab.floor_costs, vocab.floor_spelled, strict=True
     ):
-        cost = len(spelled.findall(chars)) if spells else 0
+        cost = len(letterwise.findall(chars)) if spells else 0
         residue = singles.sub("", chars)
         if residue:
             cost += costs.cost(residue)
@@ -380,46 +377,10 @@ def line_starts(data: bytes) -> list[bytes]:
     return [first.group(), *starts] if first else starts
 
 
-def spelled(unknown: int, words: int) -> bool:
-    """Whether `unknown` unknown ASCII words among `words` words cost their spelling
-    (`spelling_tokens`): 1 or more, half of the words or more."""
-    return unknown > 0 and unknown * _SPELLED_SHARE >= words
-
-
-def spelling_tokens(
-    unknown: Sequence[bytes],
-    vocab: Vocabulary,
-    limit: int | None = None,
-    starts: Sequence[bytes] = (),
-) -> int:
-    """The fewest tokens that spell the unknown ASCII words `unknown`, the most of any
-    encoding `vocab` covers (`ragbudget._estimate_segments`; 0 without its data), those of
-    them `starts` (one each time one stands at a line's start: `line_starts`) spelled with
-    nothing before them (`Segments.alone`). The encodings in the order of their `bound`,
-    which spares spelling with one whose bound is already reached. With a `limit`, a count
-    of `limit` or less may stand for any that is not more (`Segments.tokens`): the estimate
-    needs the spelling only where it exceeds what lifts the floor over the model."""
-    best = 0
-    bounds = [(segments.bound(unknown), segments) for segments in vocab.segments]
-    for bound, segments in sorted(bounds, key=lambda item: -item[0]):
-        reached = best if limit is None else max(best, limit)
-        if bound <= reached:
-            break
-        extra = segments.alone(starts)
-        spelled = segments.tokens(unknown, None if limit is None else reached - extra)
-        best = max(best, spelled + extra)
-    return best
-
-
 def spelled_starts(data: bytes, words: Sequence[bytes]) -> list[bytes]:
     """Each time one of `words` stands at a line's start in the UTF-8 `data`: that word."""
     spelled = set(words)
     return [word for word in line_starts(data) if word in spelled]
-
-
-def spelling_bound(unknown: Sequence[bytes], vocab: Vocabulary) -> int:
-    """At least `spelling_tokens`, from counts (`Segments.bound`)."""
-    return max((segments.bound(unknown) for segments in vocab.segments), default=0)
 
 
 def unknown_tokens(

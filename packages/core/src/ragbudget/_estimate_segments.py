@@ -14,7 +14,7 @@ and `Value`); no token spans that cut, so for o200k each part is spelled alone.
 The floor's other rules price a word the estimate's vocabulary lacks by its rare letter pairs
 and case changes, which natural words meet; where they read as words what neither encoding
 spells in few tokens (source code reversed, `THURSDAY` in capitals, words in random case),
-the floor takes this bound instead (`ragbudget._estimate_floor.spelling_tokens`).
+the floor takes this bound instead (`spelling_tokens`, below).
 """
 
 from __future__ import annotations
@@ -27,8 +27,12 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import repeat
+from typing import TYPE_CHECKING
 
-__all__ = ["Runs", "Segments", "fewest"]
+if TYPE_CHECKING:
+    from ragbudget._estimate_text import Vocabulary
+
+__all__ = ["Runs", "Segments", "fewest", "spelled", "spelling_bound", "spelling_tokens"]
 
 _CASE_PARTS = re.compile(rb"[A-Z]*[a-z]+|[A-Z]+[a-z]*")  # o200k's pieces of a word of letters
 _CACHED_WORDS = 1 << 16
@@ -186,3 +190,44 @@ def _bound(words: Sequence[bytes], table: Runs) -> int:
     view = memoryview(b"".join(word.ljust(len(word) + -len(word) % 4) for word in words))
     pairs = sum(map(table.pair_cost.__getitem__, view.cast("H")))
     return pairs - sum(map(table.four_saving.get, view.cast("I"), repeat(0)))
+
+
+# unknown ASCII words cost their spelling where they are 1 in 2 of the words or more: text the
+# vocabulary knows little of (the spelling costs a few microseconds a word)
+_SPELLED_SHARE = 2
+
+
+def spelled(unknown: int, words: int) -> bool:
+    """Whether `unknown` unknown ASCII words among `words` words cost their spelling
+    (`spelling_tokens`): 1 or more, half of the words or more."""
+    return unknown > 0 and unknown * _SPELLED_SHARE >= words
+
+
+def spelling_tokens(
+    unknown: Sequence[bytes],
+    vocab: Vocabulary,
+    limit: int | None = None,
+    starts: Sequence[bytes] = (),
+) -> int:
+    """The fewest tokens that spell the unknown ASCII words `unknown`, the most of any
+    encoding `vocab` covers (`Segments`; 0 without its data), those of them `starts`
+    (one each time one stands at a line's start: `_estimate_floor.line_starts`) spelled with
+    nothing before them (`Segments.alone`). The encodings in the order of their `bound`,
+    which spares spelling with one whose bound is already reached. With a `limit`, a count
+    of `limit` or less may stand for any that is not more (`Segments.tokens`): the estimate
+    needs the spelling only where it exceeds what lifts the floor over the model."""
+    best = 0
+    bounds = [(segments.bound(unknown), segments) for segments in vocab.segments]
+    for bound, segments in sorted(bounds, key=lambda item: -item[0]):
+        reached = best if limit is None else max(best, limit)
+        if bound <= reached:
+            break
+        extra = segments.alone(starts)
+        spelled = segments.tokens(unknown, None if limit is None else reached - extra)
+        best = max(best, spelled + extra)
+    return best
+
+
+def spelling_bound(unknown: Sequence[bytes], vocab: Vocabulary) -> int:
+    """At least `spelling_tokens`, from counts (`Segments.bound`)."""
+    return max((segments.bound(unknown) for segments in vocab.segments), default=0)
