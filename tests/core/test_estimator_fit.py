@@ -195,6 +195,7 @@ def test_the_shipped_counts_of_spaces_and_bare_words_are_the_encodings(encoding:
     assert data.space_counts[encoding] == fit.space_counts(enc)
     assert data.bare_tokens[encoding] == fit.bare_tokens(data.words, enc)
     assert data.letter_cuts[encoding] == fit.letter_cuts(enc)
+    assert data.byte_pairs[encoding] == fit.byte_pairs(enc)
     alone, broken = data.space_counts[encoding].split()
     assert alone[171] == "2" and broken[171] == "3" and broken[28] == "1"
 

@@ -87,10 +87,10 @@ def write_tables(
 ) -> None:
     """Write the data file with new rare letter pairs, block costs, symbol and space runs, wide
     spaces, isolated characters, letter runs (and which begin a token), the words' counts
-    without a space, the counts of runs of spaces and the bytes no token holds beside an
-    ASCII letter; the words, their token counts, the weights, the weak letters and the held
-    pairs (features the weights were fitted with) are the ones given, or the shipped ones
-    (`--tables`)."""
+    without a space, the counts of runs of spaces, the bytes no token holds beside an ASCII
+    letter and the pairs of bytes tokens hold; the words, their token counts, the weights,
+    the weak letters and the held pairs (features the weights were fitted with) are the ones
+    given, or the shipped ones (`--tables`)."""
     global _estimate
     data = _estimate_data.load()
     if words is None or vocab is None or weights is None or weak is None or held is None:
@@ -112,6 +112,7 @@ def write_tables(
     counts = {name: fit.space_counts(enc) for name, enc in encs.items()}
     cuts = {name: fit.letter_cuts(enc) for name, enc in encs.items()}
     pure = {name: fit.pure_runs(enc, letters[name]) for name, enc in encs.items()}
+    pairs_held = {name: fit.byte_pairs(enc) for name, enc in encs.items()}
     fit.write_data(
         words,
         vocab,
@@ -130,6 +131,7 @@ def write_tables(
         counts,
         cuts,
         pure,
+        pairs_held,
     )
     _estimate_data.load.cache_clear()
     importlib.reload(importlib.import_module("ragbudget._estimate_text"))

@@ -588,6 +588,18 @@ def bare_tokens(words: Sequence[str], encoding: Any) -> str:
     return "".join(str(min(9, len(encoding.encode_ordinary(word)))) for word in words)
 
 
+def byte_pairs(encoding: Any) -> str:
+    """The pairs of adjacent bytes that some token of `encoding` holds, a bit each (bit `a <<
+    8 | b` of 65,536, least significant first), base64: between two bytes no token holds side
+    by side, one token ends and the next begins (`ragbudget._estimate_floor.other_tokens`)."""
+    bits = bytearray(0x2000)
+    for token in encoding._mergeable_ranks:
+        for first, second in pairwise(token):
+            code = first << 8 | second
+            bits[code >> 3] |= 1 << (code & 7)
+    return base64.b64encode(bytes(bits)).decode()
+
+
 def pure_runs(encoding: Any, runs: str) -> str:
     """Which of the `runs` (`letter_runs`, in their order) begin a token of `encoding` (nothing
     before them in it: `Tat`, not ` Tat`), a bit each (least significant first), base64: only
@@ -624,6 +636,7 @@ def write_data(
     space_counts: dict[str, str],
     cuts: dict[str, str],
     pure: dict[str, str],
+    pairs_held: dict[str, str],
     path: Path = DATA_FILE,
 ) -> None:
     """Write the package data file that `ragbudget._estimate_data.load` reads."""
@@ -647,5 +660,6 @@ def write_data(
         "space_counts": space_counts,
         "letter_cuts": cuts,
         "pure_runs": pure,
+        "byte_pairs": pairs_held,
     }
     path.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")

@@ -1,6 +1,6 @@
 """The estimator's calibrated data, a package data file read once, on first use.
 
-`_estimate_data.json` (about 480 KB; json.loads takes about 10 ms, see docs/estimator.md)
+`_estimate_data.json` (about 1.6 MB; json.loads takes about 15 ms, see docs/estimator.md)
 holds the weights of each target, the vocabulary (frequent words with their token counts per
 encoding), the non-ASCII characters that are single tokens, the letter pairs natural words
 rarely hold, the cost of characters no token holds alone, the runs of symbols that are
@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import functools
 import json
+import string
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from importlib import resources
+from itertools import repeat
 
 FILE = "_estimate_data.json"
 
@@ -65,6 +68,8 @@ class EstimateData:
     space_counts: dict[str, str]
     """encoding -> the token counts of a run of 0, 1, 2... spaces alone, one digit each, a
     space, then the same of each run followed by a line break."""
+    byte_pairs: dict[str, str]
+    """encoding -> the pairs of adjacent bytes some token holds, bit `a << 8 | b`, base64."""
     pure_runs: dict[str, str]
     """encoding -> which `letter_runs` begin a token (nothing before them in it), a bit each,
     base64."""
@@ -97,4 +102,29 @@ def load() -> EstimateData:
         space_counts=raw.get("space_counts", {}),
         letter_cuts=raw.get("letter_cuts", {}),
         pure_runs=raw.get("pure_runs", {}),
+        byte_pairs=raw.get("byte_pairs", {}),
     )
+
+
+def cuts_table(spec: str) -> bytes:
+    """`Vocabulary.letter_cuts`' table of one encoding's `EstimateData.letter_cuts`."""
+    leads, continuations = map(bytes.fromhex, spec.split(" "))
+    letters = string.ascii_letters.encode()
+    return bytes(
+        ord("a" if b in letters else "L" if b in leads else "C" if b in continuations else "x")
+        for b in range(256)
+    )
+
+
+def most_counts(specs: Iterable[str]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The most of the counts of runs of spaces `specs` (`EstimateData.space_counts`)."""
+    split = [spec.split() for spec in specs if spec]
+    if not split:
+        return ((), ())
+    alone, broken = (tuple(map(max, *(map(int, s[i]) for s in split), repeat(0))) for i in (0, 1))
+    return alone, broken
+
+
+def most_digits(digits: dict[str, str], covered: Iterable[str], words: int) -> Iterator[int]:
+    """Each word's most tokens of the encodings `covered` (one digit per word, each)."""
+    return map(max, *(map(int, digits[t]) for t in covered), [0] * words)

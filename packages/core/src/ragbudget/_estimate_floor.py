@@ -106,7 +106,7 @@ import math
 import re
 import string
 from collections.abc import Sequence
-from itertools import filterfalse, repeat
+from itertools import filterfalse, pairwise, repeat
 
 from ragbudget._estimate_pieces import (
     gap_bound,
@@ -185,6 +185,8 @@ _CASES = bytes(
 )
 _CACHED_WORDS = 1 << 16  # long unknown words whose prices the cache keeps
 _LATIN = (b"l", b"L", b"S", b"m")  # classes of Latin-1, Latin Extended, symbols, IPA and marks
+# all bytes but the lead bytes of Greek and Cyrillic letters (U+0370-04FF)
+_NOT_CYRILLIC_GREEK = bytes(b for b in range(256) if not 0xCD <= b <= 0xD3)
 _FOREIGN_SHARE = 2  # unknown words 1 in 2 of the words or more: see foreign_tokens
 _CAMEL_SHARE = 4  # ... unless case changes are more than 1 per 4 unknown ASCII words
 # words (as `_WORD_TABLE` cuts them) at the text's start and after a line break (a line feed
@@ -286,10 +288,30 @@ def other_tokens(other: list[bytes], vocab: Vocabulary) -> int:
     # an ASCII letter beside a byte no token holds beside one (`Vocabulary.letter_cuts`): a
     # token more each, at least, where the prices above are less (`don’t`, `pаssword` with a
     # Cyrillic `а`, letters between zero-width spaces); 2 at most per ASCII letter of the words
-    if vocab.letter_cuts and 2 * (len(whole) - len(wide)) > best:
+    letters = len(whole) - len(wide)
+    if vocab.letter_cuts and 2 * letters > best:
         joined = b" ".join(other)
         best = max(best, *(_letter_cuts(joined.translate(t)) for t in vocab.letter_cuts))
+    # Latin letters and Cyrillic or Greek ones in one word (look-alikes: `pаypаl`): every pair
+    # of bytes no token holds side by side is a cut (`Vocabulary.byte_pairs`)
+    if letters and vocab.byte_pairs and (b"c" in latin or b"g" in latin):
+        best = max(best, _mixed_cuts(other, vocab.byte_pairs))
     return len(other) + best
+
+
+def _mixed_cuts(words: list[bytes], held: tuple[bytes, ...]) -> int:
+    """The cuts between tokens in those of `words` that mix ASCII letters and Cyrillic or Greek
+    letters, where two adjacent bytes are a pair no token holds (the most of the encodings
+    whose pairs `held` holds, a bit each)."""
+    mixed = [
+        word
+        for word in words
+        if not word.isascii()
+        and word.translate(None, _ASCII_BYTES) != word
+        and word.translate(None, _NOT_CYRILLIC_GREEK)
+    ]
+    codes = [first << 8 | second for word in mixed for first, second in pairwise(word)]
+    return max(sum(not bits[code >> 3] >> (code & 7) & 1 for code in codes) for bits in held)
 
 
 def _letter_cuts(marked: bytes) -> int:

@@ -10,16 +10,16 @@ estimate itself folds the same sum without building it).
 
 from __future__ import annotations
 
+import base64
 import functools
 import re
-import string
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from itertools import filterfalse, repeat
+from itertools import filterfalse
 
 from ragbudget._estimate_blocks import BlockCosts, Isolated, block_costs, cuts, held_codes
-from ragbudget._estimate_data import load
+from ragbudget._estimate_data import cuts_table, load, most_counts, most_digits
 from ragbudget._estimate_segments import Segments
 
 TARGETS = ("cl100k_base", "o200k_base")
@@ -271,6 +271,9 @@ class Vocabulary:
     """Per encoding covered, a `bytes.translate` table: ASCII letters -> "a", the lead bytes no
     token holds right after one -> "L", the continuation bytes none holds right before one ->
     "C", the rest -> "x" (`EstimateData.letter_cuts`; `aL` and `Ca` are cuts between tokens)."""
+    byte_pairs: tuple[bytes, ...] = ()
+    """Per encoding covered, the pairs of adjacent bytes some token holds, a bit each (bit
+    `a << 8 | b`; `EstimateData.byte_pairs`): a cut between tokens lies between any other two."""
     space_counts: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
     """The most tokens of the encodings covered that a run of 0, 1, 2... spaces makes alone,
     and followed by a line break (`EstimateData.space_counts`; for the floor)."""
@@ -297,6 +300,7 @@ class Vocabulary:
         bare: Iterable[int] = (),
         space_counts: Iterable[str] = (),
         letter_cuts: Iterable[str] = (),
+        byte_pairs: Iterable[str] = (),
     ) -> Vocabulary:
         """`single`: the non-ASCII characters that are single tokens (for the rare-character
         features); `floor_singles`: the same per encoding for the floor (default: `single`);
@@ -312,8 +316,8 @@ class Vocabulary:
         `EstimateData.isolated` of each encoding covered; `segments`: the runs of ASCII
         letters of each encoding covered (`EstimateData.letter_runs`); `bare`: aligned with
         `words`, their counts without a space before them (`EstimateData.bare_tokens`);
-        `space_counts`, `letter_cuts`: `EstimateData.space_counts`, `.letter_cuts` of each
-        encoding covered."""
+        `space_counts`, `letter_cuts`, `byte_pairs`: `EstimateData.space_counts`,
+        `.letter_cuts`, `.byte_pairs` of each encoding covered."""
         table = {w.encode(): n for w, n in zip(words, tokens, strict=True)}
         counts = tuple(bare)  # the words are unique: one count per key of `table`
         fresh = {w: n - table[w] for w, n in zip(table, counts, strict=True)} if counts else {}
@@ -351,28 +355,10 @@ class Vocabulary:
             tuple(segments),
             {w: n for w, n in fresh.items() if n},
             max([0, *fresh.values()]),
-            tuple(map(_cuts_table, letter_cuts)),
-            _most_counts(space_counts),
+            tuple(map(cuts_table, letter_cuts)),
+            tuple(map(base64.b64decode, byte_pairs)),
+            most_counts(space_counts),
         )
-
-
-def _cuts_table(spec: str) -> bytes:
-    """The `Vocabulary.letter_cuts` table of one encoding's `EstimateData.letter_cuts`."""
-    leads, continuations = map(bytes.fromhex, spec.split(" "))
-    letters = string.ascii_letters.encode()
-    return bytes(
-        ord("a" if b in letters else "L" if b in leads else "C" if b in continuations else "x")
-        for b in range(256)
-    )
-
-
-def _most_counts(specs: Iterable[str]) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """The most of the counts of runs of spaces `specs` (`EstimateData.space_counts`)."""
-    split = [spec.split() for spec in specs if spec]
-    if not split:
-        return ((), ())
-    alone, broken = (tuple(map(max, *(map(int, s[i]) for s in split), repeat(0))) for i in (0, 1))
-    return alone, broken
 
 
 def _classes_of(chars: str) -> bytes:
@@ -380,17 +366,12 @@ def _classes_of(chars: str) -> bytes:
     return bytes(sorted({_CLASSES[c.encode("utf-8", "surrogatepass")[0]] for c in chars}))
 
 
-def _most(digits: dict[str, str], covered: Iterable[str], words: int) -> Iterator[int]:
-    """Each word's most tokens of the encodings `covered` (one digit per word, each)."""
-    return map(max, *(map(int, digits[t]) for t in covered), [0] * words)
-
-
 @functools.cache
 def vocabulary(target: str) -> Vocabulary:
     """The shipped vocabulary of `target` (DEFAULT_TARGET or one of TARGETS)."""
     data = load()
     covered = TARGETS if target == DEFAULT_TARGET else (target,)
-    tokens = _most(data.tokens, covered, len(data.words))
+    tokens = most_digits(data.tokens, covered, len(data.words))
     return Vocabulary.build(
         data.words,
         tokens,
@@ -407,9 +388,10 @@ def vocabulary(target: str) -> Vocabulary:
         wide_spaces=[data.wide_spaces.get(t, "") for t in covered],
         isolated=[data.isolated.get(t, "") for t in covered],
         segments=list(map(_segments, covered)),
-        bare=_most(data.bare_tokens, covered, len(data.words)) if data.bare_tokens else (),
+        bare=most_digits(data.bare_tokens, covered, len(data.words)) if data.bare_tokens else (),
         space_counts=[data.space_counts.get(t, "") for t in covered],
         letter_cuts=[data.letter_cuts[t] for t in covered if t in data.letter_cuts],
+        byte_pairs=[data.byte_pairs[t] for t in covered if t in data.byte_pairs],
     )
 
 
