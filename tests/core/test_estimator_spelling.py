@@ -81,8 +81,8 @@ def test_the_spelling_is_never_more_than_the_encodings_count(
             text = sep + sep.join(words)
             assert spelled_words <= len(enc.encode_ordinary(text)), (name, text)
         # each word at a line's start, nothing before it in its piece: its first token begins
-        # with its letters too (`Segments.alone`), and each line break is a token at least
-        alone = spelled_words + segments[0].alone(data)
+        # with its letters too (`Segments.tokens`' `alone`), and each line break is a token at least
+        alone = segments[0].tokens(data, alone=[True] * len(data))
         assert spelled_words <= alone <= segments[0].bound(data)
         lines = "\n" + "\n".join(words)
         assert alone <= len(enc.encode_ordinary(lines)) - len(words), (name, lines)
@@ -214,7 +214,8 @@ def test_a_word_at_a_lines_start_is_spelled_with_letters_a_token_begins_with() -
     shipped = "ab abc cd xyz"  # abc only after a space
     runs = Runs(shipped, base64.b64encode(bytes([0b1101])).decode())
     assert fewest(b"abc", runs) == 1 and fewest(b"abc", runs, alone=True) == 2
-    assert Segments(shipped, pure=base64.b64encode(bytes([0b1101])).decode()).alone([b"abc"]) == 1
+    segments = Segments(shipped, pure=base64.b64encode(bytes([0b1101])).decode())
+    assert segments.tokens([b"abc", b"abc"], alone=[True, False]) == 2 + 1
     vocab = vocabulary("cl100k_base")
     words = [b"Tatswanat", b"Tasluvinit", b"Tawuluft", b"Tayiddict"] * 5
     lines = b"\n".join(words)

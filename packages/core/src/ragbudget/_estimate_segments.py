@@ -24,6 +24,7 @@ import functools
 import re
 import string
 import sys
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import repeat
@@ -43,7 +44,7 @@ _BEGINS, _AT_START, _ANYWHERE = 0, 1, 2  # `Runs.runs`: what a string of letters
 
 
 @functools.lru_cache(maxsize=_CACHED_WORDS)
-def fewest(word: bytes, table: Runs, *, alone: bool = False) -> int:
+def fewest(word: bytes, table: Runs, alone: bool = False) -> int:
     """The fewest runs of `table` that spell `word` (ASCII letters, not empty; every single
     letter is a run). Dynamic programming forward: from each start, the spelling grows one
     letter at a time while it is the beginning of some run, so a word costs a few lookups a
@@ -138,38 +139,38 @@ class Segments:
         """The runs, read on first use (a process that never spells never reads them)."""
         return Runs(self.shipped, self.pure)
 
-    def tokens(self, words: Sequence[bytes], limit: int | None = None) -> int:
-        """The fewest tokens that spell `words` (ASCII letters, none empty), summed. With a
-        `limit`, a sum of `limit` or less may stand for any that is not more: the words are
-        spelled a slice at a time, and the spelling stops where what is spelled plus the bound
-        of the rest (`bound`) is within `limit`."""
+    def tokens(
+        self,
+        words: Sequence[bytes],
+        limit: int | None = None,
+        alone: Sequence[bool] = (),
+    ) -> int:
+        """The fewest tokens that spell `words` (ASCII letters, none empty), summed; those
+        `alone` marks (aligned with `words`: at a line's start) with nothing before them in
+        their piece (`fewest`'s `alone`), as each part of a word but its first where
+        the encoding cuts words by case (`by_case`). With a `limit`, a sum of `limit` or less
+        may stand for any that is not more: the words are spelled a slice at a time, and the
+        spelling stops where what is spelled plus the bound of the rest (`bound`, which
+        spells with runs that begin a token alone) is within `limit`."""
         if not self.shipped:
             return 0
         table = self.table
+        flags = list(alone) or [False] * len(words)
         if self.by_case:
-            words = _CASE_PARTS.findall(b" ".join(words))
+            cut = [_CASE_PARTS.findall(word) for word in words]
+            words = [part for parts in cut for part in parts]
+            flags = [
+                bool(i) or f for parts, f in zip(cut, flags, strict=True) for i in range(len(parts))
+            ]
         if limit is None:
-            return sum(fewest(word, table) for word in words)
+            return sum(map(fewest, words, repeat(table), flags))
         total = 0
         step = max(_SLICE, len(words) // _SLICES)
         for start in range(0, len(words), step):
             if start and total + _bound(words[start:], table) <= limit:
                 break
-            total += sum(fewest(word, table) for word in words[start : start + step])
-        return total
-
-    def alone(self, words: Sequence[bytes]) -> int:
-        """What `words` (ASCII letters, none empty) cost more spelled where nothing stands
-        before them in their piece (a line's start: `fewest(..., alone=True)`) than after a
-        space: only their first letters (their first part, `by_case`) can change."""
-        if not self.shipped or not words:
-            return 0
-        table = self.table
-        total = 0
-        for word in words:
-            if self.by_case:
-                word = _CASE_PARTS.match(word).group()  # type: ignore[union-attr]
-            total += fewest(word, table, alone=True) - fewest(word, table)
+            end = start + step
+            total += sum(map(fewest, words[start:end], repeat(table), flags[start:end]))
         return total
 
     def bound(self, words: Sequence[bytes]) -> int:
@@ -212,19 +213,22 @@ def spelling_tokens(
     """The fewest tokens that spell the unknown ASCII words `unknown`, the most of any
     encoding `vocab` covers (`Segments`; 0 without its data), those of them `starts`
     (one each time one stands at a line's start: `_estimate_floor.line_starts`) spelled with
-    nothing before them (`Segments.alone`). The encodings in the order of their `bound`,
+    nothing before them (`Segments.tokens`' `alone`). The encodings in the order of their `bound`,
     which spares spelling with one whose bound is already reached. With a `limit`, a count
     of `limit` or less may stand for any that is not more (`Segments.tokens`): the estimate
     needs the spelling only where it exceeds what lifts the floor over the model."""
     best = 0
+    left = Counter(starts)  # the words at a line's start: as many of their occurrences
+    alone = []
+    for word in unknown:
+        alone.append(left[word] > 0)
+        left[word] -= 1
     bounds = [(segments.bound(unknown), segments) for segments in vocab.segments]
     for bound, segments in sorted(bounds, key=lambda item: -item[0]):
         reached = best if limit is None else max(best, limit)
         if bound <= reached:
             break
-        extra = segments.alone(starts)
-        spelled = segments.tokens(unknown, None if limit is None else reached - extra)
-        best = max(best, spelled + extra)
+        best = max(best, segments.tokens(unknown, None if limit is None else reached, alone))
     return best
 
 
