@@ -85,12 +85,10 @@ def write_tables(
     weak: dict[str, str] | None = None,
     held: dict[str, str] | None = None,
 ) -> None:
-    """Write the data file with new rare letter pairs, block costs, symbol and space runs, wide
-    spaces, isolated characters, letter runs (and which begin a token), the words' counts
-    without a space, the counts of runs of spaces, the bytes no token holds beside an ASCII
-    letter and the pairs of bytes tokens hold; the words, their token counts, the weights,
-    the weak letters and the held pairs (features the weights were fitted with) are the ones
-    given, or the shipped ones (`--tables`)."""
+    """Write the data file with new rare letter pairs and the tables read from the encodings
+    (`fit.encoding_tables`: block costs, symbol and space runs, letter runs...); the words,
+    their token counts, the weights, the weak letters and the held pairs (features the
+    weights were fitted with) are the ones given, or the shipped ones (`--tables`)."""
     global _estimate
     data = _estimate_data.load()
     if words is None or vocab is None or weights is None or weak is None or held is None:
@@ -101,38 +99,8 @@ def write_tables(
         weak = dict(data.weak)
         held = dict(data.held)
     pairs = fit.rare_pairs(chunks)
-    blocks = {name: fit.block_costs(enc) for name, enc in encs.items()}
-    spelled = {name: fit.spelled_chars(enc) for name, enc in encs.items()}
-    runs = {name: fit.symbol_runs(enc) for name, enc in encs.items()}
-    spaces = {name: fit.space_runs(enc) for name, enc in encs.items()}
-    wide = {name: fit.wide_spaces(enc) for name, enc in encs.items()}
-    isolated = {name: fit.isolated_chars(enc) for name, enc in encs.items()}
-    letters = {name: fit.letter_runs(enc) for name, enc in encs.items()}
-    bare = {name: fit.bare_tokens(words, enc) for name, enc in encs.items()}
-    counts = {name: fit.space_counts(enc) for name, enc in encs.items()}
-    cuts = {name: fit.letter_cuts(enc) for name, enc in encs.items()}
-    pure = {name: fit.pure_runs(enc, letters[name]) for name, enc in encs.items()}
-    pairs_held = {name: fit.byte_pairs(enc) for name, enc in encs.items()}
-    fit.write_data(
-        words,
-        vocab,
-        weights,  # type: ignore[arg-type]
-        pairs,
-        blocks,
-        spelled,
-        weak,
-        runs,
-        held,
-        spaces,
-        wide,
-        isolated,
-        letters,
-        bare,
-        counts,
-        cuts,
-        pure,
-        pairs_held,
-    )
+    tables = fit.encoding_tables(encs, words)
+    fit.write_data(words, vocab, weights, pairs, weak, held, tables)  # type: ignore[arg-type]
     _estimate_data.load.cache_clear()
     importlib.reload(importlib.import_module("ragbudget._estimate_text"))
     importlib.reload(importlib.import_module("ragbudget._estimate_floor"))

@@ -22,13 +22,14 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import re
 import string
 import sys
 import unicodedata
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ import numpy as np
 from corpus import FAMILIES, Chunk
 from origin import origin
 from ragbudget import _estimate, _estimate_pieces
+from ragbudget._estimate_data import EstimateData
 
 DATA_FILE = Path(_estimate.__file__).with_name("_estimate_data.json")
 VOCAB_WORDS = 32000
@@ -618,48 +620,58 @@ def pure_runs(encoding: Any, runs: str) -> str:
     return base64.b64encode(bytes(bits)).decode()
 
 
+# the floor's tables that each encoding's vocabulary alone gives (`--tables` recomputes them),
+# by data-file field; `encoding_tables` adds those that need more
+ENCODING_TABLES: dict[str, Callable[[Any], object]] = {
+    "char_costs": block_costs,
+    "spelled": spelled_chars,
+    "symbol_runs": symbol_runs,
+    "space_runs": space_runs,
+    "wide_spaces": wide_spaces,
+    "isolated": isolated_chars,
+    "letter_runs": letter_runs,
+    "space_counts": space_counts,
+    "letter_cuts": letter_cuts,
+    "byte_pairs": byte_pairs,
+}
+
+
+def encoding_tables(encodings: dict[str, Any], words: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Data-file field -> encoding -> its table: `ENCODING_TABLES`, the `words`' counts
+    without a space (`bare_tokens`) and which letter runs begin a token (`pure_runs`)."""
+    tables = {
+        field: {name: make(enc) for name, enc in encodings.items()}
+        for field, make in ENCODING_TABLES.items()
+    }
+    tables["bare_tokens"] = {name: bare_tokens(words, enc) for name, enc in encodings.items()}
+    tables["pure_runs"] = {
+        name: pure_runs(enc, tables["letter_runs"][name]) for name, enc in encodings.items()
+    }
+    return tables
+
+
 def write_data(
     words: list[str],
     vocab: dict[str, tuple[list[int], str]],
     weights: dict[str, Sequence[float]],
     pairs: str,
-    blocks: dict[str, dict[str, int]],
-    spelled: dict[str, str],
     weak: dict[str, str],
-    runs: dict[str, str],
     held: dict[str, str],
-    spaces: dict[str, str],
-    wide: dict[str, str],
-    isolated: dict[str, str],
-    letters: dict[str, str],
-    bare: dict[str, str],
-    space_counts: dict[str, str],
-    cuts: dict[str, str],
-    pure: dict[str, str],
-    pairs_held: dict[str, str],
+    tables: dict[str, dict[str, Any]],
     path: Path = DATA_FILE,
 ) -> None:
-    """Write the package data file that `ragbudget._estimate_data.load` reads."""
-    data = {
+    """Write the package data file that `ragbudget._estimate_data.load` reads: the fitted
+    fields and the `tables` of `encoding_tables`, in the order of `EstimateData`'s fields."""
+    given = {
         "feature_names": list(_estimate.FEATURE_NAMES),
         "weights": {t: [float(f"{v:.9g}") for v in coef] for t, coef in weights.items()},
         "words": " ".join(words),
         "tokens": {t: "".join(map(str, vocab[t][0])) for t in _estimate.TARGETS},
         "single": {t: single for t, (_, single) in vocab.items()},
         "rare_pairs": pairs,
-        "char_costs": blocks,
-        "spelled": spelled,
         "weak": weak,
-        "symbol_runs": runs,
         "held": held,
-        "space_runs": spaces,
-        "wide_spaces": wide,
-        "isolated": isolated,
-        "letter_runs": letters,
-        "bare_tokens": bare,
-        "space_counts": space_counts,
-        "letter_cuts": cuts,
-        "pure_runs": pure,
-        "byte_pairs": pairs_held,
+        **tables,
     }
+    data = {field.name: given[field.name] for field in dataclasses.fields(EstimateData)}
     path.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")

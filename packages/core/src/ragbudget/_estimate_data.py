@@ -23,7 +23,8 @@ FILE = "_estimate_data.json"
 
 @dataclass(frozen=True)
 class EstimateData:
-    """The contents of `_estimate_data.json`."""
+    """The contents of `_estimate_data.json`, its fields in the file's order (which
+    `tools/estimator/fit.write_data` writes by these fields)."""
 
     feature_names: tuple[str, ...]
     weights: dict[str, tuple[float, ...]]
@@ -54,12 +55,12 @@ class EstimateData:
     space_runs: dict[str, str]
     """encoding -> the lengths of the runs of spaces that one of its tokens holds,
     space-separated."""
-    isolated: dict[str, str]
-    """encoding -> the non-ASCII characters that are one of its tokens beside ASCII, whatever
-    the ASCII (no merge joins them to it), concatenated."""
     wide_spaces: dict[str, str]
     """encoding -> each Unicode space but the ASCII one as `hex:tokens:held`: the tokens one
     makes alone and the longest run of it one token holds."""
+    isolated: dict[str, str]
+    """encoding -> the non-ASCII characters that are one of its tokens beside ASCII, whatever
+    the ASCII (no merge joins them to it), concatenated."""
     letter_runs: dict[str, str]
     """encoding -> the longest runs of ASCII letters of each of its tokens, space-separated
     (`ragbudget._estimate_segments`)."""
@@ -68,14 +69,14 @@ class EstimateData:
     space_counts: dict[str, str]
     """encoding -> the token counts of a run of 0, 1, 2... spaces alone, one digit each, a
     space, then the same of each run followed by a line break."""
-    byte_pairs: dict[str, str]
-    """encoding -> the pairs of adjacent bytes some token holds, bit `a << 8 | b`, base64."""
-    pure_runs: dict[str, str]
-    """encoding -> which `letter_runs` begin a token (nothing before them in it), a bit each,
-    base64."""
     letter_cuts: dict[str, str]
     """encoding -> the lead bytes no token holds right after an ASCII letter and the
     continuation bytes none holds right before one, as two hex strings, space-separated."""
+    pure_runs: dict[str, str]
+    """encoding -> which `letter_runs` begin a token (nothing before them in it), a bit each,
+    base64."""
+    byte_pairs: dict[str, str]
+    """encoding -> the pairs of adjacent bytes some token holds, bit `a << 8 | b`, base64."""
 
 
 @functools.cache
