@@ -64,12 +64,12 @@ from ragbudget._estimate_floor import (
     solid_floor,
     spelled,
     spelled_starts,
-    spelling_bound,
     spelling_tokens,
     text_bound,
     text_tokens,
     word_tokens,
 )
+from ragbudget._estimate_segments import spelling_bounds
 from ragbudget._estimate_text import (
     _ASCII_BYTES,
     _ASCII_CLASSES,
@@ -349,9 +349,11 @@ def estimate_tokens(text: str, target: str = DEFAULT_TARGET) -> int:
     foreign = foreign_tokens(unknown, other, len(words), m.vocab)
     priced = max(alone + others, foreign)
     forced = sum(counts) + priced
-    lift = 0  # at most what spelling the words can add (`spelling_bound`)
+    lift = 0  # at most what spelling the words can add (`spelling_bounds`)
+    bounds: list[int] = []
     if as_words and spelled(len(unknown), len(words)):
-        lift = max(0, max(max(alone, spelling_bound(as_words, m.vocab)) + others, foreign) - priced)
+        bounds = spelling_bounds(as_words, m.vocab)
+        lift = max(0, max(max(alone, *bounds) + others, foreign) - priced)
     # the known words without a space before them (`bare_tokens`), after a line break not
     # followed by a line break or a space and at the text's start: `bare_most` more each
     starts = m.vocab.bare_most * (counted[_BREAKS] - counted[_BLANK] - counted[_INDENT] + 1)
@@ -378,7 +380,7 @@ def estimate_tokens(text: str, target: str = DEFAULT_TARGET) -> int:
         # there (`spelling_tokens`' limit)
         limit = max(alone, foreign - others, raw - forced + priced - others)
         first = spelled_starts(data, as_words)  # spelled with nothing before them
-        alone = max(alone, spelling_tokens(as_words, m.vocab, limit, first))
+        alone = max(alone, spelling_tokens(as_words, m.vocab, limit, first, bounds))
         forced += max(alone + others, foreign) - priced
     if len(classes) > _SOLID_CHARS * raw:  # else solid_floor(classes) <= raw
         forced = max(forced, solid_floor(classes))

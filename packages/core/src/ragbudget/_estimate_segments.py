@@ -27,13 +27,22 @@ import sys
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import accumulate, repeat
+from operator import add, mod, neg
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ragbudget._estimate_text import Vocabulary
 
-__all__ = ["Runs", "Segments", "fewest", "spelled", "spelling_bound", "spelling_tokens"]
+__all__ = [
+    "Runs",
+    "Segments",
+    "fewest",
+    "spelled",
+    "spelling_bound",
+    "spelling_bounds",
+    "spelling_tokens",
+]
 
 _CASE_PARTS = re.compile(rb"[A-Z]*[a-z]+|[A-Z]+[a-z]*")  # o200k's pieces of a word of letters
 _CACHED_WORDS = 1 << 16
@@ -166,8 +175,9 @@ class Segments:
             return sum(map(fewest, words, repeat(table), flags))
         total = 0
         step = max(_SLICE, len(words) // _SLICES)
+        view, offsets = _layout(words) if len(words) > step else (memoryview(b""), [])
         for start in range(0, len(words), step):
-            if start and total + _bound(words[start:], table) <= limit:
+            if start and total + _view_bound(view[offsets[start] :], table) <= limit:
                 break
             end = start + step
             total += sum(map(fewest, words[start:end], repeat(table), flags[start:end]))
@@ -188,7 +198,20 @@ class Segments:
 
 def _bound(words: Sequence[bytes], table: Runs) -> int:
     """`Segments.bound` of `words` already cut as the encoding's pre-splitting cuts them."""
-    view = memoryview(b"".join(word.ljust(len(word) + -len(word) % 4) for word in words))
+    return _view_bound(_layout(words)[0], table)
+
+
+def _layout(words: Sequence[bytes]) -> tuple[memoryview, list[int]]:
+    """`words` laid end to end, each from a multiple of 4 bytes (padded with spaces), and where
+    each begins: the bound of the words from the i-th on is that of the view from offsets[i]."""
+    sizes = list(map(len, words))
+    widths = list(map(add, sizes, map(mod, map(neg, sizes), repeat(4))))
+    padded = b"".join(map(bytes.ljust, words, widths))
+    return memoryview(padded), list(accumulate(widths, initial=0))
+
+
+def _view_bound(view: memoryview, table: Runs) -> int:
+    """`_bound` of words laid out by `_layout`."""
     pairs = sum(map(table.pair_cost.__getitem__, view.cast("H")))
     return pairs - sum(map(table.four_saving.get, view.cast("I"), repeat(0)))
 
@@ -209,6 +232,7 @@ def spelling_tokens(
     vocab: Vocabulary,
     limit: int | None = None,
     starts: Sequence[bytes] = (),
+    bounds: Sequence[int] | None = None,
 ) -> int:
     """The fewest tokens that spell the unknown ASCII words `unknown`, the most of any
     encoding `vocab` covers (`Segments`; 0 without its data), those of them `starts`
@@ -216,15 +240,18 @@ def spelling_tokens(
     nothing before them (`Segments.tokens`' `alone`). The encodings in the order of their `bound`,
     which spares spelling with one whose bound is already reached. With a `limit`, a count
     of `limit` or less may stand for any that is not more (`Segments.tokens`): the estimate
-    needs the spelling only where it exceeds what lifts the floor over the model."""
+    needs the spelling only where it exceeds what lifts the floor over the model. `bounds`:
+    `spelling_bounds`, if the caller has them."""
     best = 0
     left = Counter(starts)  # the words at a line's start: as many of their occurrences
     alone = []
     for word in unknown:
         alone.append(left[word] > 0)
         left[word] -= 1
-    bounds = [(segments.bound(unknown), segments) for segments in vocab.segments]
-    for bound, segments in sorted(bounds, key=lambda item: -item[0]):
+    if bounds is None:
+        bounds = spelling_bounds(unknown, vocab)
+    ordered = sorted(zip(bounds, vocab.segments, strict=True), key=lambda item: -item[0])
+    for bound, segments in ordered:
         reached = best if limit is None else max(best, limit)
         if bound <= reached:
             break
@@ -234,4 +261,9 @@ def spelling_tokens(
 
 def spelling_bound(unknown: Sequence[bytes], vocab: Vocabulary) -> int:
     """At least `spelling_tokens`, from counts (`Segments.bound`)."""
-    return max((segments.bound(unknown) for segments in vocab.segments), default=0)
+    return max(spelling_bounds(unknown, vocab), default=0)
+
+
+def spelling_bounds(unknown: Sequence[bytes], vocab: Vocabulary) -> list[int]:
+    """`Segments.bound` of `unknown` for each encoding `vocab` covers, in its order."""
+    return [segments.bound(unknown) for segments in vocab.segments]
