@@ -35,6 +35,7 @@ bench-estimator: bootstrap
 	$(RUN) python tools/estimator/unseen.py
 	$(RUN) python tools/estimator/audit.py
 	$(RUN) python tools/estimator/fuzz.py
+	$(RUN) python tools/estimator/short.py
 
 # The documentation site (site/), strict: a broken link or a missing page fails the build.
 docs: bootstrap
