@@ -339,3 +339,34 @@ def test_the_fuzzer_measures_every_kind_from_a_fixed_seed() -> None:
     for values in ([5.0] * 99 + [50.0], [5.0] * 98 + [50.0] * 2, [1.0, 2.0, 7.0], [3.0]):
         assert report.quantile(values, 0.99) == pytest.approx(np.percentile(values, 99))
     assert report.quantile([], 0.99) == 0.0
+
+
+def test_script_costs_are_a_scripts_median_cost_in_fitted_chunks() -> None:
+    """Per script (the UTF-8 prefix of its characters), the median over fitted chunks where
+    unknown words are half of the words or more of what those words cost per character, kept
+    where it is more than the European cost; chunks held out, chunks of known words and
+    scripts seen in too few chunks do not count."""
+    import tiktoken
+    from ragbudget import use_bundled_tiktoken_files
+
+    use_bundled_tiktoken_files()
+    enc = tiktoken.get_encoding("o200k_base")
+    words = ["ਪੰਜਾਬੀ", "ਭਾਸ਼ਾ", "ਵਿੱਚ", "ਲਿਖਿਆ", "ਗਿਆ", "ਹੈ", "ਅਤੇ", "ਇਹ", "ਕੰਮ", "ਕਰਦਾ"]
+    chunks = []
+    for i in range(fit.SCRIPT_CHUNKS):
+        text = " ".join(words[i % 3 :] * 3)
+        chunks.append(Chunk("other_scripts", f"src{i}", "fit", text))
+    chunks.append(Chunk("other_scripts", "held", "test", "ਕੰਮ " * 200))  # held out
+    chunks.append(Chunk("other_scripts", "known", "fit", "ਕੰਮ " * 200))  # a known word
+    costs = []
+    for chunk in chunks[: fit.SCRIPT_CHUNKS]:
+        found = [w for w in chunk.text.split() if w != "ਕੰਮ"]  # the unknown words
+        costs.append(sum(len(enc.encode_ordinary(" " + w)) for w in found) / len("".join(found)))
+    costs.sort()
+    median = (costs[len(costs) // 2 - 1] + costs[len(costs) // 2]) / 2
+    assert fit.script_costs(chunks, enc, ["ਕੰਮ"], 0.1) == f"e0a8:{median:.3f}"
+    assert fit.script_costs(chunks, enc, ["ਕੰਮ"], median) == ""  # not more than the least
+    assert fit.script_costs(chunks[1:], enc, ["ਕੰਮ"], 0.1) == ""  # too few chunks
+    assert fit.script_key("abcਕੰਮ".encode()) == b"\xe0\xa8"
+    assert fit.script_key("naïve".encode()) == b"\xc3"
+    assert fit.script_key(b"ascii") == b""

@@ -331,6 +331,26 @@ def test_non_ascii_unknown_words_count_their_characters_not_bytes() -> None:
     assert foreign_tokens(unknown, other, words, vocab) == math.ceil(vocab.foreign * 12)
 
 
+def test_a_script_whose_unknown_words_cost_more_costs_its_own_rate() -> None:
+    """Where a script's unknown words cost more per character than the European ones in the
+    fitted chunks (`EstimateData.script_costs`: Gurmukhi, about 0.73 tokens a character in
+    o200k and 2 in cl100k, which spells it byte by byte), its characters cost that rate; the
+    default takes the larger of the encodings'."""
+    text = "ਪੰਜਾਬੀ ਭਾਸ਼ਾ ਵਿੱਚ ਲਿਖਿਆ ਗਿਆ ਅਤੇ ਇਹ ਕਰਦਾ"
+    rates = {}
+    for target in (*TARGETS, DEFAULT_TARGET):
+        vocab = vocabulary(target)
+        unknown, other, words = _parts(text, target)
+        chars = sum(len(w.decode()) for w in other)
+        gurmukhi = sum(w.count("ਕ".encode()[:2]) for w in other)
+        rates[target] = vocab.foreign + dict(vocab.scripts)[b"\xe0\xa8"]
+        assert rates[target] > vocab.foreign, target
+        assert foreign_tokens(unknown, other, words, vocab) >= math.ceil(
+            vocab.foreign * (chars - gurmukhi) + rates[target] * gurmukhi
+        )
+    assert rates[DEFAULT_TARGET] == pytest.approx(max(rates[t] for t in TARGETS))
+
+
 def test_code_identifiers_are_left_to_the_other_rules() -> None:
     vocab = vocabulary(DEFAULT_TARGET)
     code = "parseHttpHeader readJsonBody writeCsvRow"

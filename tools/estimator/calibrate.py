@@ -35,6 +35,7 @@ import origin  # noqa: E402
 import report  # noqa: E402
 import tiktoken  # noqa: E402
 from ragbudget import _estimate, _estimate_data, use_bundled_tiktoken_files  # noqa: E402
+from ragbudget._estimate_text import FOREIGN_COSTS  # noqa: E402
 
 ENCODINGS = ("cl100k_base", "o200k_base")
 DOCS = ROOT / "docs" / "estimator.md"
@@ -100,6 +101,10 @@ def write_tables(
         held = dict(data.held)
     pairs = fit.rare_pairs(chunks)
     tables = fit.encoding_tables(encs, words)
+    tables["script_costs"] = {
+        name: fit.script_costs(chunks, enc, words, FOREIGN_COSTS[name])
+        for name, enc in encs.items()
+    }
     fit.write_data(words, vocab, weights, pairs, weak, held, tables)  # type: ignore[arg-type]
     _estimate_data.load.cache_clear()
     importlib.reload(importlib.import_module("ragbudget._estimate_text"))

@@ -25,6 +25,7 @@ import base64
 import dataclasses
 import json
 import re
+import statistics
 import string
 import sys
 import unicodedata
@@ -39,6 +40,7 @@ from corpus import FAMILIES, Chunk
 from origin import origin
 from ragbudget import _estimate, _estimate_pieces
 from ragbudget._estimate_data import EstimateData
+from ragbudget._estimate_text import _WORD_TABLE
 
 DATA_FILE = Path(_estimate.__file__).with_name("_estimate_data.json")
 VOCAB_WORDS = 32000
@@ -299,6 +301,50 @@ def safety_scales(
         msg = f"no scales up to {grid[-1]:.2f} hold the margins {margins}"
         raise ValueError(msg)
     return best[1]
+
+
+SCRIPT_CHARS = 50  # `script_costs`: a script's unknown characters in a chunk, to read its cost
+SCRIPT_CHUNKS = 20  # ... in so many fitted chunks or more
+
+
+def script_key(word: bytes) -> bytes:
+    """The UTF-8 prefix that names the script of the first non-ASCII character of `word`
+    (`EstimateData.script_costs`): its lead byte if it is 2 bytes long, else its lead and
+    second bytes (a block of 64 characters); empty for ASCII."""
+    for at, byte in enumerate(word):
+        if byte >= 0xC0:
+            return word[at : at + (1 if byte < 0xE0 else 2)]
+    return b""
+
+
+def script_costs(chunks: Sequence[Chunk], encoding: Any, words: Sequence[str], least: float) -> str:
+    """What an unknown character of each script costs, in tokens of `encoding`, in the fitted
+    chunks where unknown words (not in `words`) are half of the words or more (as the floor's
+    foreign rule reads a language the vocabulary lacks): per chunk and `script_key`, the tokens
+    of those words (each after a space) per character, where they hold `SCRIPT_CHARS`
+    characters or more; the median over `SCRIPT_CHUNKS` chunks or more, as `key:cost` (hex
+    key), where it is more than `least` (`FOREIGN_COSTS`)."""
+    known = {w.encode() for w in words}
+    found: dict[bytes, list[float]] = {}
+    for chunk in chunks:
+        if chunk.split != "fit":
+            continue
+        all_words = chunk.text.encode("utf-8", "surrogatepass").translate(_WORD_TABLE).split()
+        unknown = [w for w in all_words if w not in known]
+        if not unknown or 2 * len(unknown) < len(all_words):
+            continue
+        counts: dict[bytes, list[int]] = {}
+        for word in unknown:
+            if key := script_key(word):
+                text = word.decode("utf-8", "surrogatepass")
+                tokens_chars = counts.setdefault(key, [0, 0])
+                tokens_chars[0] += len(encoding.encode_ordinary(" " + text))
+                tokens_chars[1] += len(text)
+        for key, (tokens, chars) in counts.items():
+            if chars >= SCRIPT_CHARS:
+                found.setdefault(key, []).append(tokens / chars)
+    costs = {k: statistics.median(v) for k, v in found.items() if len(v) >= SCRIPT_CHUNKS}
+    return " ".join(f"{k.hex()}:{c:.3f}" for k, c in sorted(costs.items()) if c > least)
 
 
 def rare_pairs(chunks: Sequence[Chunk]) -> str:

@@ -77,6 +77,11 @@ class EstimateData:
     base64."""
     byte_pairs: dict[str, str]
     """encoding -> the pairs of adjacent bytes some token holds, bit `a << 8 | b`, base64."""
+    script_costs: dict[str, str]
+    """encoding -> what an unknown character of a script costs where a text's unknown words
+    are half of its words or more, where that is more than `FOREIGN_COSTS`: `key:cost`,
+    space-separated, the key the UTF-8 prefix of the script's characters in hex (a 2-byte
+    character's lead byte, else its first 2 bytes)."""
 
 
 @functools.cache
@@ -104,6 +109,7 @@ def load() -> EstimateData:
         letter_cuts=raw.get("letter_cuts", {}),
         pure_runs=raw.get("pure_runs", {}),
         byte_pairs=raw.get("byte_pairs", {}),
+        script_costs=raw.get("script_costs", {}),
     )
 
 
@@ -124,6 +130,17 @@ def most_counts(specs: Iterable[str]) -> tuple[tuple[int, ...], tuple[int, ...]]
         return ((), ())
     alone, broken = (tuple(map(max, *(map(int, s[i]) for s in split), repeat(0))) for i in (0, 1))
     return alone, broken
+
+
+def script_extras(specs: Iterable[str], least: float) -> dict[bytes, float]:
+    """The most of the costs of `specs` (`EstimateData.script_costs`, one per encoding) per
+    script prefix, less `least`, where positive: prefix -> extra tokens per character."""
+    most: dict[bytes, float] = {}
+    for spec in specs:
+        for key, cost in (item.split(":") for item in spec.split()):
+            prefix = bytes.fromhex(key)
+            most[prefix] = max(most.get(prefix, 0.0), float(cost))
+    return {key: cost - least for key, cost in sorted(most.items()) if cost > least}
 
 
 def most_digits(digits: dict[str, str], covered: Iterable[str], words: int) -> Iterator[int]:

@@ -69,9 +69,12 @@ estimate never returns less:
 - where unknown words are half of a text's words or more (a language the vocabulary lacks,
   whose common words are unknown too: Limburgish, Kabyle), they cost at least what such words
   cost per character in the corpus's European languages (`FOREIGN_COSTS`, their 75th
-  percentile: 0.474 tokens per character for cl100k, 0.379 for o200k), when that is more than
-  the rules above give them; not where the unknown ASCII words hold more than one case change
-  per 4 words (`camelCase`): code's identifiers are English pieces, cheaper per character;
+  percentile: 0.474 tokens per character for cl100k, 0.379 for o200k), or, for the characters
+  of the script of the first non-ASCII one where its unknown words cost more in the fitted
+  chunks, that script's median (`Vocabulary.scripts`: Gurmukhi 0.73 in o200k, 2.0 in
+  cl100k), when that is more than the rules above give them; not where the unknown ASCII
+  words hold more than one case change per 4 words (`camelCase`): code's identifiers are
+  English pieces, cheaper per character;
 - a line break costs a token (a run of them half as many, rounded up), but none right after a
   symbol, which it joins (`):\n`, `",\n`);
 - a non-ASCII character no token holds alone, in words the vocabulary lacks, costs what its
@@ -188,6 +191,8 @@ _LATIN = (b"l", b"L", b"S", b"m")  # classes of Latin-1, Latin Extended, symbols
 # all bytes but the lead bytes of Greek and Cyrillic letters (U+0370-04FF)
 _NOT_CYRILLIC_GREEK = bytes(b for b in range(256) if not 0xCD <= b <= 0xD3)
 _FOREIGN_SHARE = 2  # unknown words 1 in 2 of the words or more: see foreign_tokens
+# the UTF-8 prefix that names a character's script (`fit.script_key`)
+_SCRIPT = re.compile(rb"[\xc0-\xdf]|[\xe0-\xff][\x80-\xbf]")
 _CAMEL_SHARE = 4  # ... unless case changes are more than 1 per 4 unknown ASCII words
 # words (as `_WORD_TABLE` cuts them) at the text's start and after a line break (a line feed
 # found by a fast literal search; a carriage return alone is rare)
@@ -370,16 +375,26 @@ def foreign_tokens(
 ) -> int:
     """What the unknown ASCII words `unknown` and non-ASCII words `other` cost at least, by
     their characters, when they are half of the text's `words` or more and the ASCII ones hold
-    at most one case change per 4 words (else 0): see the module docstring."""
+    at most one case change per 4 words (else 0): see the module docstring. The characters of
+    the script of the first non-ASCII one (text is most often in one script; its block of 128
+    code points: 2 keys of `Vocabulary.scripts`) at that script's rate where it is more."""
     count = len(unknown) + len(other)
     if not count or count * _FOREIGN_SHARE < words:
         return 0
     if b" ".join(unknown).translate(_CASES).count(b"aA") * _CAMEL_SHARE > len(unknown):
         return 0  # code's identifiers
     chars = sum(map(len, unknown))
+    extra = 0.0
     if other:
-        chars += len(b"".join(other).decode("utf-8", "surrogatepass"))
-    return math.ceil(vocab.foreign * chars)
+        joined = b"".join(other)
+        chars += len(joined.decode("utf-8", "surrogatepass"))
+        if vocab.scripts and (found := _SCRIPT.search(joined)):
+            key = found.group()
+            even = key[:-1] + bytes((key[-1] & 0xFE,))
+            for half in (even, key[:-1] + bytes((key[-1] | 1,))):
+                if more := vocab.scripts.get(half):
+                    extra += more * joined.count(half)
+    return math.ceil(vocab.foreign * chars + extra)
 
 
 def bare_tokens(data: bytes, vocab: Vocabulary) -> int:

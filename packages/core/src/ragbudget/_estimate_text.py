@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from itertools import filterfalse
 
 from ragbudget._estimate_blocks import BlockCosts, Isolated, block_costs, cuts, held_codes
-from ragbudget._estimate_data import cuts_table, load, most_counts, most_digits
+from ragbudget._estimate_data import cuts_table, load, most_counts, most_digits, script_extras
 from ragbudget._estimate_segments import Segments
 
 TARGETS = ("cl100k_base", "o200k_base")
@@ -278,6 +278,9 @@ class Vocabulary:
     space_counts: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
     """The most tokens of the encodings covered that a run of 0, 1, 2... spaces makes alone,
     and followed by a line break (`EstimateData.space_counts`; for the floor)."""
+    scripts: dict[bytes, float] = field(default_factory=dict)
+    """Scripts whose unknown characters cost more than `foreign`: UTF-8 prefix -> how much
+    more per character, the most of the encodings covered (`EstimateData.script_costs`)."""
 
     @classmethod
     def build(
@@ -302,6 +305,7 @@ class Vocabulary:
         space_counts: Iterable[str] = (),
         letter_cuts: Iterable[str] = (),
         byte_pairs: Iterable[str] = (),
+        script_costs: Iterable[str] = (),
     ) -> Vocabulary:
         """`single`: the non-ASCII characters that are single tokens (for the rare-character
         features); `floor_singles`: the same per encoding for the floor (default: `single`);
@@ -318,7 +322,7 @@ class Vocabulary:
         letters of each encoding covered (`EstimateData.letter_runs`); `bare`: aligned with
         `words`, their counts without a space before them (`EstimateData.bare_tokens`);
         `space_counts`, `letter_cuts`, `byte_pairs`: `EstimateData.space_counts`,
-        `.letter_cuts`, `.byte_pairs` of each encoding covered."""
+        `.letter_cuts`, `.byte_pairs`, `.script_costs` of each encoding covered."""
         table = {w.encode(): n for w, n in zip(words, tokens, strict=True)}
         counts = tuple(bare)  # the words are unique: one count per key of `table`
         fresh = {w: n - table[w] for w, n in zip(table, counts, strict=True)} if counts else {}
@@ -359,6 +363,7 @@ class Vocabulary:
             tuple(map(cuts_table, letter_cuts)),
             tuple(map(base64.b64decode, byte_pairs)),
             most_counts(space_counts),
+            script_extras(script_costs, foreign),
         )
 
 
@@ -393,6 +398,7 @@ def vocabulary(target: str) -> Vocabulary:
         space_counts=[data.space_counts.get(t, "") for t in covered],
         letter_cuts=[data.letter_cuts[t] for t in covered if t in data.letter_cuts],
         byte_pairs=[data.byte_pairs[t] for t in covered if t in data.byte_pairs],
+        script_costs=[data.script_costs.get(t, "") for t in covered],
     )
 
 
