@@ -30,7 +30,7 @@ import string
 import sys
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Container, Iterator, Sequence
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -40,7 +40,7 @@ from corpus import FAMILIES, Chunk
 from origin import origin
 from ragbudget import _estimate, _estimate_pieces
 from ragbudget._estimate_data import EstimateData
-from ragbudget._estimate_text import _WORD_TABLE
+from ragbudget._estimate_floor import _FOREIGN_SHARE, script_key
 
 DATA_FILE = Path(_estimate.__file__).with_name("_estimate_data.json")
 VOCAB_WORDS = 32000
@@ -307,14 +307,12 @@ SCRIPT_CHARS = 50  # `script_costs`: a script's unknown characters in a chunk, t
 SCRIPT_CHUNKS = 20  # ... in so many fitted chunks or more
 
 
-def script_key(word: bytes) -> bytes:
-    """The UTF-8 prefix that names the script of the first non-ASCII character of `word`
-    (`EstimateData.script_costs`): its lead byte if it is 2 bytes long, else its lead and
-    second bytes (a block of 64 characters); empty for ASCII."""
-    for at, byte in enumerate(word):
-        if byte >= 0xC0:
-            return word[at : at + (1 if byte < 0xE0 else 2)]
-    return b""
+def foreign_words(text: str, known: Container[bytes]) -> list[bytes]:
+    """The unknown words of `text` (not in `known`) where they are half of its words or more,
+    as the floor's foreign rule reads a language the vocabulary lacks; else none."""
+    words = _words(text)
+    unknown = [w for w in words if w not in known]
+    return unknown if unknown and len(unknown) * _FOREIGN_SHARE >= len(words) else []
 
 
 def script_costs(chunks: Sequence[Chunk], encoding: Any, words: Sequence[str], least: float) -> str:
@@ -329,12 +327,8 @@ def script_costs(chunks: Sequence[Chunk], encoding: Any, words: Sequence[str], l
     for chunk in chunks:
         if chunk.split != "fit":
             continue
-        all_words = chunk.text.encode("utf-8", "surrogatepass").translate(_WORD_TABLE).split()
-        unknown = [w for w in all_words if w not in known]
-        if not unknown or 2 * len(unknown) < len(all_words):
-            continue
         counts: dict[bytes, list[int]] = {}
-        for word in unknown:
+        for word in foreign_words(chunk.text, known):
             if key := script_key(word):
                 text = word.decode("utf-8", "surrogatepass")
                 tokens_chars = counts.setdefault(key, [0, 0])

@@ -28,6 +28,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import corpus  # noqa: E402
+import fit  # noqa: E402
 import report  # noqa: E402
 import tiktoken  # noqa: E402
 from ragbudget import use_bundled_tiktoken_files  # noqa: E402
@@ -156,9 +157,9 @@ def foreign_costs(chunks: list[corpus.Chunk]) -> str:
         for chunk in chunks:
             if chunk.split != "fit" or chunk.family != "european":
                 continue
-            words = chunk.text.encode("utf-8", "surrogatepass").translate(_WORD_TABLE).split()
-            unknown = [w.decode("utf-8", "surrogatepass") for w in words if w not in known]
-            if words and 2 * len(unknown) >= len(words):
+            found = fit.foreign_words(chunk.text, known)
+            unknown = [w.decode("utf-8", "surrogatepass") for w in found]
+            if unknown:
                 tokens = sum(len(enc.encode_ordinary(" " + w)) for w in unknown)
                 costs.append(tokens / sum(map(len, unknown)))
         p25, p50, p75 = (report.quantile(costs, q) for q in (0.25, 0.5, 0.75))

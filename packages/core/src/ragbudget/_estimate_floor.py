@@ -140,6 +140,7 @@ __all__ = [
     "line_starts",
     "other_tokens",
     "plain_spaces",
+    "script_key",
     "solid_floor",
     "soup_tokens",
     "space_pieces",
@@ -191,7 +192,7 @@ _LATIN = (b"l", b"L", b"S", b"m")  # classes of Latin-1, Latin Extended, symbols
 # all bytes but the lead bytes of Greek and Cyrillic letters (U+0370-04FF)
 _NOT_CYRILLIC_GREEK = bytes(b for b in range(256) if not 0xCD <= b <= 0xD3)
 _FOREIGN_SHARE = 2  # unknown words 1 in 2 of the words or more: see foreign_tokens
-# the UTF-8 prefix that names a character's script (`fit.script_key`)
+# the UTF-8 prefix that names a character's script (`script_key`)
 _SCRIPT = re.compile(rb"[\xc0-\xdf]|[\xe0-\xff][\x80-\xbf]")
 _CAMEL_SHARE = 4  # ... unless case changes are more than 1 per 4 unknown ASCII words
 # words (as `_WORD_TABLE` cuts them) at the text's start and after a line break (a line feed
@@ -388,13 +389,20 @@ def foreign_tokens(
     if other:
         joined = b"".join(other)
         chars += len(joined.decode("utf-8", "surrogatepass"))
-        if vocab.scripts and (found := _SCRIPT.search(joined)):
-            key = found.group()
+        if vocab.scripts and (key := script_key(joined)):
             even = key[:-1] + bytes((key[-1] & 0xFE,))
             for half in (even, key[:-1] + bytes((key[-1] | 1,))):
                 if more := vocab.scripts.get(half):
                     extra += more * joined.count(half)
     return math.ceil(vocab.foreign * chars + extra)
+
+
+def script_key(data: bytes) -> bytes:
+    """The UTF-8 prefix that names the script of the first non-ASCII character of `data`
+    (`Vocabulary.scripts`): its lead byte if it is 2 bytes long, else its lead and second bytes
+    (a block of 64 characters); empty for ASCII."""
+    found = _SCRIPT.search(data)
+    return found.group() if found else b""
 
 
 def bare_tokens(data: bytes, vocab: Vocabulary) -> int:
