@@ -8,7 +8,10 @@ Each stage is timed alone on the held-out chunks of a family (inputs prepared be
 best of 5 rounds, the word cache emptied before each round), in microseconds per 1,000
 characters; the whole estimate and tiktoken's `encode_ordinary` are timed the same way. The
 stages overlap the estimate only roughly (it skips some passes where a bound shows they cannot
-change the count), so they need not add up to it exactly.
+change the count), so they need not add up to it exactly. The model skeleton is what any
+estimate on this model must do at least (encode, classes, split, look the words up, count the
+class n-grams, sum; no floor, no price of unknown words, nothing for non-ASCII text), timed as
+one function beside the goal of 1.5x tiktoken's speed.
 
 `--floor` prints instead what the floor is worth: the 99th-percentile under-count against
 cl100k of the default estimate with and without it (the linear model alone, rounded up and
@@ -67,9 +70,12 @@ def stages(texts: Sequence[str], o200k: Any) -> dict[str, float]:
     other_words = [[w for w in ws if not w.isascii()] for ws in unknown]
     counts = [tuple(map(c.count, TEXT_COUNTS)) for c in classes]
     chars = sum(map(len, texts))
+    tiktoken_time = _best(o200k.encode_ordinary, texts, chars)
     return {
-        "tiktoken o200k_base": _best(o200k.encode_ordinary, texts, chars),
+        "tiktoken o200k_base": tiktoken_time,
+        "the goal (tiktoken / 1.5)": tiktoken_time / 1.5,
         "estimate (default)": _best(_estimate.estimate_tokens, texts, chars),
+        "model skeleton": _best(lambda t: skeleton(t, table), texts, chars),
         "encode, classes, split": _best(
             lambda t: t.encode().translate(_CLASSES).translate(_WORD_TABLE).split(), texts, chars
         ),
@@ -91,6 +97,17 @@ def stages(texts: Sequence[str], o200k: Any) -> dict[str, float]:
             lambda ws: _estimate_floor.other_tokens(ws, vocab), other_words, chars
         ),
     }
+
+
+def skeleton(text: str, table: dict[bytes, int]) -> float:
+    """The least any estimate built on this model does, with no floor, no price of unknown
+    words and nothing for non-ASCII text: encode, classes, split into words, one lookup per
+    word, the class n-gram counts, and their sums."""
+    data = text.encode("utf-8", "surrogatepass")
+    classes = data.translate(_CLASSES, _CONTINUATION)
+    words = data.translate(_WORD_TABLE).split()
+    known = sum(map(table.get, words, repeat(0)))
+    return len(data) + known + sum(map(classes.count, _estimate.ASCII_PATTERNS))
 
 
 def floor_bound(text: str, vocab: _estimate.Vocabulary) -> int:
