@@ -36,6 +36,7 @@ bench-estimator: bootstrap
 	$(RUN) python tools/estimator/audit.py
 	$(RUN) python tools/estimator/fuzz.py
 	$(RUN) python tools/estimator/short.py
+	$(RUN) python tools/estimator/stages.py
 
 # The documentation site (site/), strict: a broken link or a missing page fails the build.
 docs: bootstrap

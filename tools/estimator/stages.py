@@ -3,6 +3,7 @@
     python tools/estimator/stages.py                 # the natural families, 300 chunks each
     python tools/estimator/stages.py code json --chunks 500
     python tools/estimator/stages.py --floor         # what the floor does for the tails
+    python tools/estimator/stages.py --grams --chunks 2000   # accuracy with fewer n-grams
 
 Each stage is timed alone on the held-out chunks of a family (inputs prepared beforehand,
 best of 5 rounds, the word cache emptied before each round), in microseconds per 1,000
@@ -12,6 +13,12 @@ change the count), so they need not add up to it exactly. The model skeleton is 
 estimate on this model must do at least (encode, classes, split, look the words up, count the
 class n-grams, sum; no floor, no price of unknown words, nothing for non-ASCII text), timed as
 one function beside the goal of 1.5x tiktoken's speed.
+
+`--grams` prints what the class n-gram counts are worth (why fewer passes cost accuracy): on
+the ASCII natural families, the held-out median |error| and 99th-percentile under-count of a
+plain least-squares fit of the default's features to the larger of the two counts (fit split,
+no safety scale, no floor), with all 19 class n-grams, with the 7 the floor's bounds use, and
+with none.
 
 `--floor` prints instead what the floor is worth: the 99th-percentile under-count against
 cl100k of the default estimate with and without it (the linear model alone, rounded up and
@@ -174,15 +181,59 @@ def floor_worth(chunks: Sequence[corpus.Chunk], cl100k: Any) -> str:
     return "\n".join(lines)
 
 
+ASCII_NATURAL = ("code", "prose", "markdown", "json", "logs")
+# the class n-grams the floor's bounds read too: digits, digit pairs and triples, symbols,
+# line breaks, spaces before a digit, tabs and controls
+FLOOR_GRAMS = frozenset({"0", "00", "000", ".", "\n", " 0", "\t"})
+
+
+def grams_worth(chunks: Sequence[corpus.Chunk], encs: Sequence[Any]) -> str:
+    """Per ASCII natural family: held-out median |error| / 99th-percentile under-count of a
+    least-squares fit (relative error, fit split) of `features` with all the class n-grams,
+    with `FLOOR_GRAMS` only, and with none."""
+    import numpy as np
+
+    vocab = _estimate.vocabulary(_estimate.DEFAULT_TARGET)
+    chosen = [c for c in chunks if c.family in ASCII_NATURAL]
+    x = np.array([_estimate.features(c.text, vocab) for c in chosen], dtype=float)
+    y = np.array([max(len(e.encode_ordinary(c.text)) for e in encs) for c in chosen], float)
+    family = np.array([c.family for c in chosen])
+    fit = np.array([c.split == "fit" for c in chosen])
+    grams = {p.decode() for p in _estimate.ASCII_PATTERNS}
+    names = _estimate.FEATURE_NAMES
+    used = [i for i in range(len(names)) if x[:, i].any()]
+    subsets = {
+        "all 19 class n-grams": used,
+        "the floor's 7": [i for i in used if names[i] not in grams or names[i] in FLOOR_GRAMS],
+        "none": [i for i in used if names[i] not in grams],
+    }
+    lines = ["| family | " + " | ".join(subsets) + " |", "|---" * (len(subsets) + 1) + "|"]
+    cells: dict[str, list[str]] = {f: [] for f in ASCII_NATURAL}
+    for cols in subsets.values():
+        scaled = x[:, cols] / y[:, None]
+        coef, *_ = np.linalg.lstsq(scaled[fit], np.ones(int(fit.sum())), rcond=None)
+        error = x[:, cols] @ coef / y - 1
+        for f in ASCII_NATURAL:
+            held = error[~fit & (family == f)]
+            median = 100 * float(np.median(np.abs(held)))
+            cells[f].append(f"{median:.1f}% / {-100 * float(np.quantile(held, 0.01)):.1f}%")
+    lines += [f"| {f} | " + " | ".join(row) + " |" for f, row in cells.items()]
+    return "\n".join(lines)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("families", nargs="*", default=list(corpus.FAMILIES))
     parser.add_argument("--chunks", type=int, default=300, help="held-out chunks per family")
     parser.add_argument("--floor", action="store_true", help="the tails with and without floor")
+    parser.add_argument("--grams", action="store_true", help="accuracy with fewer class n-grams")
     args = parser.parse_args()
     use_bundled_tiktoken_files()
     o200k = tiktoken.get_encoding("o200k_base")
     chunks = corpus.build_corpus(args.chunks)
+    if args.grams:
+        print(grams_worth(chunks, (tiktoken.get_encoding("cl100k_base"), o200k)))
+        return 0
     if args.floor:
         chunks += families.build(args.chunks)
         print(floor_worth(chunks, tiktoken.get_encoding("cl100k_base")))
