@@ -17,8 +17,8 @@ one function beside the goal of 1.5x tiktoken's speed.
 `--grams` prints what the class n-gram counts are worth (why fewer passes cost accuracy): on
 the ASCII natural families, the held-out median |error| and 99th-percentile under-count of a
 plain least-squares fit of the default's features to the larger of the two counts (fit split,
-no safety scale, no floor), with all 19 class n-grams, with the 7 the floor's bounds use, and
-with none.
+no safety scale, no floor), with all 19 class n-grams, with those the floor reads too
+(`FLOOR_GRAMS`), and with none.
 
 `--floor` prints instead what the floor is worth: the 99th-percentile under-count against
 cl100k of the default estimate with and without it (the linear model alone, rounded up and
@@ -182,9 +182,8 @@ def floor_worth(chunks: Sequence[corpus.Chunk], cl100k: Any) -> str:
 
 
 ASCII_NATURAL = ("code", "prose", "markdown", "json", "logs")
-# the class n-grams the floor's bounds read too: digits, digit pairs and triples, symbols,
-# line breaks, spaces before a digit, tabs and controls
-FLOOR_GRAMS = frozenset({"0", "00", "000", ".", "\n", " 0", "\t"})
+# the class n-grams the floor takes from the model's counts (`text_tokens`, `text_bound`)
+FLOOR_GRAMS = frozenset(p.decode() for p in (*TEXT_COUNTS, *TEXT_BOUND))
 
 
 def grams_worth(chunks: Sequence[corpus.Chunk], encs: Sequence[Any]) -> str:
@@ -204,7 +203,9 @@ def grams_worth(chunks: Sequence[corpus.Chunk], encs: Sequence[Any]) -> str:
     used = [i for i in range(len(names)) if x[:, i].any()]
     subsets = {
         "all 19 class n-grams": used,
-        "the floor's 7": [i for i in used if names[i] not in grams or names[i] in FLOOR_GRAMS],
+        f"the floor's {len(FLOOR_GRAMS)}": [
+            i for i in used if names[i] not in grams or names[i] in FLOOR_GRAMS
+        ],
         "none": [i for i in used if names[i] not in grams],
     }
     lines = ["| family | " + " | ".join(subsets) + " |", "|---" * (len(subsets) + 1) + "|"]
