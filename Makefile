@@ -21,7 +21,7 @@ test: bootstrap
 lint: bootstrap
 	$(RUN) ruff format --check .
 	$(RUN) ruff check .
-	$(RUN) mypy --strict packages/core/src packages/langchain_plugin/src packages/llamaindex_plugin/src
+	$(RUN) mypy --strict packages/core/src packages/server/src packages/langchain_plugin/src packages/llamaindex_plugin/src
 
 format: bootstrap
 	$(RUN) ruff format .

@@ -27,8 +27,8 @@ from typing import Any
 from fastmcp import Client
 from mcp_types import TextContent
 from ragbudget import get_counter, use_bundled_tiktoken_files
-from ragbudget.mcp import ServerSettings, create_server
-from ragbudget.store import DocumentStore, SearchResponse
+from ragbudget_server.mcp import ServerSettings, create_server
+from ragbudget_server.store import DocumentStore, SearchResponse
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 CORPUS = ["json", "email", "logging", "textwrap.py", "pydoc_data/topics.py", "csv.py"]

@@ -25,7 +25,7 @@ def _offline_tiktoken() -> None:
 
 
 def _seconds(fn: Callable[[str], object], texts: list[str], repeats: int = 5) -> float:
-    from ragbudget._estimate import clear_caches
+    from ragbudget.estimate._model import clear_caches
 
     best = float("inf")
     for _ in range(repeats):

@@ -39,7 +39,7 @@ from _corpus import STDLIB, offline_tiktoken
 from ragbudget import Chunk, fit
 from ragbudget.counters import TokenCounter
 from ragbudget.fitting import cut_text
-from ragbudget.store import DocumentStore
+from ragbudget_server.store import DocumentStore
 
 PACKAGES = ("email", "json", "asyncio", "logging", "http")
 BUDGETS = (500, 1000, 2000, 4000)

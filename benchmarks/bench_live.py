@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _corpus import STDLIB
-from ragbudget.store import DocumentStore
+from ragbudget_server.store import DocumentStore
 
 QUERIES = ["decode a JSON document", "parse an email header", "event loop", "MIME multipart"]
 
@@ -59,7 +59,7 @@ def main() -> None:
         for i in range(3 if quick else 8):
             extra.write_text(f"def added_{i}():\n    return {i}\n")
             code = (
-                "from ragbudget.store import DocumentStore\n"
+                "from ragbudget_server.store import DocumentStore\n"
                 f"DocumentStore(path={str(db)!r}).ingest([{str(extra)!r}])\n"
             )
             subprocess.run([sys.executable, "-c", code], check=True)

@@ -21,8 +21,8 @@ from typing import Any
 
 from fastmcp import Client
 from ragbudget import get_counter, use_bundled_tiktoken_files
-from ragbudget.mcp import ServerSettings, create_server
-from ragbudget.store import DocumentStore
+from ragbudget_server.mcp import ServerSettings, create_server
+from ragbudget_server.store import DocumentStore
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 CORPUS = ["json", "email", "textwrap.py", "pydoc_data/topics.py"]

@@ -30,8 +30,8 @@ from fastmcp import Client, FastMCP
 from fastmcp.server.middleware import Middleware
 from fastmcp.server.middleware.response_limiting import ResponseLimitingMiddleware
 from ragbudget import use_bundled_tiktoken_files
-from ragbudget.mcp import TokenBudgetMiddleware
-from ragbudget.mcp.paging import find_more_call
+from ragbudget.middleware import TokenBudgetMiddleware
+from ragbudget.middleware.paging import find_more_call
 
 BUDGET = 8000
 ROUNDS = {"small": 200, "list_5000": 15, "log_200k": 15}

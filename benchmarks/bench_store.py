@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from _corpus import STDLIB, offline_tiktoken
 from ragbudget import get_counter
-from ragbudget.store import DocumentStore
+from ragbudget_server.store import DocumentStore
 
 PACKAGES = ("json", "email", "asyncio", "logging", "http", "xml", "importlib", "unittest")
 QUICK = ("json", "email")

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ragbudget import TokenCounter, get_counter, use_bundled_tiktoken_files
-from ragbudget.store import DocumentStore, SearchResponse
+from ragbudget_server.store import DocumentStore, SearchResponse
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 PACKAGES = ("json", "email", "asyncio")

@@ -36,9 +36,9 @@ def _offline_tiktoken() -> str | None:
 def _serve_command() -> list[str]:
     """`ragbudget serve` from this environment (the module form before the CLI is installed)."""
     script = Path(sys.executable).with_name("ragbudget")
-    if script.exists() and importlib.util.find_spec("ragbudget.cli") is not None:
+    if script.exists() and importlib.util.find_spec("ragbudget_server.cli") is not None:
         return [str(script), "serve"]
-    return [sys.executable, "-m", "ragbudget.mcp", "serve"]
+    return [sys.executable, "-m", "ragbudget_server.mcp", "serve"]
 
 
 def _texts(result: Any) -> list[str]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib
+import subprocess
+import sys
 
 import pytest
 
@@ -11,8 +13,10 @@ import pytest
     "module",
     [
         "ragbudget",
-        "ragbudget.store",
-        "ragbudget.mcp",
+        "ragbudget.estimate",
+        "ragbudget.middleware",
+        "ragbudget_server.store",
+        "ragbudget_server.mcp",
         "langchain_ragbudget",
         "llama_index.postprocessor.ragbudget",
     ],
@@ -34,14 +38,19 @@ PINNED = {
         "get_counter", "largest_prefix", "least_budget", "rank_chunks", "truncate_head",
         "truncate_tail", "use_bundled_tiktoken_files",
     ],
-    "ragbudget.store": [
+    "ragbudget_server.store": [
         "DEFAULT_PATH", "DocumentStore", "FileProblem", "HashingEmbedding", "IngestReport",
         "ReadResponse", "SearchResponse", "SearchResult", "StoreError", "StoreStats",
     ],
-    "ragbudget.mcp": [
+    "ragbudget_server.mcp": [
         "BearerTokenVerifier", "BudgetExceededError", "DEFAULT_MAX_TOKENS_CEILING",
-        "ServerSettings", "ServerStats", "TokenBudgetMiddleware", "clamp_budget", "create_server",
-        "open_store",
+        "ServerSettings", "ServerStats", "clamp_budget", "create_server", "open_store",
+    ],
+    "ragbudget.estimate": [
+        "DATA_FILE", "DATA_VERSION", "DEFAULT_TARGET", "TARGETS", "clear_caches", "estimate_tokens",
+    ],
+    "ragbudget.middleware": [
+        "DEFAULT_MAX_TOKENS_CEILING", "MIN_MAX_TOKENS", "TokenBudgetMiddleware",
     ],
     "langchain_ragbudget": [
         "SCORE_KEYS", "TRUNCATION_EVENT", "TokenBudgetCompressor", "TokenBudgetRetriever",
@@ -59,8 +68,8 @@ def test_all_is_pinned(module: str) -> None:
 
 def test_errors_share_one_base() -> None:
     from ragbudget import RagbudgetError
-    from ragbudget.mcp import BudgetExceededError
-    from ragbudget.store import StoreError
+    from ragbudget_server.mcp import BudgetExceededError
+    from ragbudget_server.store import StoreError
 
     for error in (StoreError, BudgetExceededError):
         assert issubclass(error, RagbudgetError)
@@ -75,10 +84,49 @@ def test_core_api_contract() -> None:
         assert name in ragbudget.__all__
 
 
-def test_mcp_exports_the_middleware() -> None:
-    pytest.importorskip("fastmcp")
-    import ragbudget.mcp
+def test_the_middleware_is_a_fastmcp_middleware() -> None:
     from fastmcp.server.middleware import Middleware
+    from ragbudget.middleware import TokenBudgetMiddleware
 
-    assert "TokenBudgetMiddleware" in ragbudget.mcp.__all__
-    assert issubclass(ragbudget.mcp.TokenBudgetMiddleware, Middleware)
+    assert issubclass(TokenBudgetMiddleware, Middleware)
+
+
+def _python(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+HEAVY = ("chromadb", "fastmcp", "typer", "tiktoken", "tokenizers", "semantic_text_splitter")
+
+
+def test_the_core_and_fit_load_nothing_heavy() -> None:
+    """`import ragbudget` and a `fit()` with the default counter load none of the application's
+    or the extras' packages (the estimate is the standard library's)."""
+    done = _python(
+        "import sys, ragbudget\n"
+        "r = ragbudget.fit([{'id': 'a', 'text': 'hello world ' * 50}], max_tokens=20)\n"
+        "assert r.info.truncated\n"
+        f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))"
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_the_middleware_without_fastmcp_names_its_install_line() -> None:
+    """Without fastmcp, `import ragbudget.middleware` is one ImportError naming the extra."""
+    done = _python(
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] == 'fastmcp':\n"
+        "            raise ImportError(f'No module named {name!r}')\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "import ragbudget\n"
+        "try:\n"
+        "    import ragbudget.middleware\n"
+        "except ImportError as e:\n"
+        "    print(e)\n"
+    )
+    assert done.returncode == 0, done.stderr
+    assert "pip install 'ragbudget[fastmcp]'" in done.stdout

@@ -16,23 +16,20 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = {
     "ragbudget": (ROOT / "packages/core", "ragbudget"),
+    "ragbudget-server": (ROOT / "packages/server", "ragbudget_server"),
     "langchain-ragbudget": (ROOT / "packages/langchain_plugin", "langchain_ragbudget"),
     "llama-index-postprocessor-ragbudget": (
         ROOT / "packages/llamaindex_plugin",
         "llama_index.postprocessor.ragbudget",
     ),
 }
-# Which extra of the core a module needs (extras include one another: mcp > cli > chroma > split).
+# Which extra of the core a module needs.
 CORE_EXTRAS = {
-    "store/": "chroma",
-    "mcp/": "mcp",
-    "cli.py": "cli",
-    "_options.py": "cli",
-    "explain.py": "cli",
+    "middleware/": "fastmcp",
     "chunking.py": "split",
     "counters.py": "all",
 }
-OWN = {"ragbudget", "langchain_ragbudget", "llama_index"}
+OWN = {"ragbudget", "ragbudget_server", "langchain_ragbudget", "llama_index"}
 # Modules whose code ships in one distribution and is installed through another, the one we
 # declare: fastmcp is the full server, fastmcp-slim the code it installs.
 META = {"fastmcp-slim": "fastmcp"}
@@ -45,7 +42,8 @@ def _name(requirement: str) -> str:
 
 
 def _declared(dist: str, extra: str | None) -> set[str]:
-    """The distributions `dist` needs with `extra`, following the core's self-referencing extras."""
+    """The distributions `dist` needs with `extra`, following self-referencing extras and the
+    extras of the core that the application asks for (`ragbudget[split,fastmcp]`)."""
     names: set[str] = set()
     extras = {extra} if extra else set()
     changed = True
@@ -57,6 +55,9 @@ def _declared(dist: str, extra: str | None) -> set[str]:
                 continue
             name = _name(req)
             inner = re.match(r"[A-Za-z0-9._-]+\[([^\]]+)\]", req)
+            if name == "ragbudget" and dist != "ragbudget" and inner:
+                for sub in inner.group(1).split(","):
+                    names |= _declared("ragbudget", sub.strip())
             if name == dist and inner:
                 for sub in inner.group(1).split(","):
                     if sub.strip() not in extras:
@@ -107,11 +108,13 @@ def test_one_version_source(dist: str) -> None:
     assert version(dist) == mod.__version__
 
 
-@pytest.mark.parametrize("dist", ["langchain-ragbudget", "llama-index-postprocessor-ragbudget"])
+@pytest.mark.parametrize(
+    "dist", ["ragbudget-server", "langchain-ragbudget", "llama-index-postprocessor-ragbudget"]
+)
 def test_plugins_pin_the_core_minor_series(dist: str) -> None:
     import ragbudget
 
-    pins = [r for r in requires(dist) or [] if _name(r) == "ragbudget"]
+    pins = [r for r in requires(dist) or [] if _name(r) == "ragbudget" and "extra ==" not in r]
     assert len(pins) == 1
     major, minor = ragbudget.__version__.split(".")[:2]
     assert f">={major}.{minor}" in pins[0]
@@ -135,3 +138,12 @@ def test_llamahub_metadata() -> None:
     assert hub["import_path"] == "llama_index.postprocessor.ragbudget"
     module = __import__(hub["import_path"], fromlist=["__all__"])
     assert set(hub["class_authors"]) <= set(module.__all__)
+
+
+def test_the_core_needs_pydantic_alone_and_ships_no_command() -> None:
+    """The library installs with pydantic only; the `ragbudget` command is the application's."""
+    core = tomllib.loads((ROOT / "packages/core/pyproject.toml").read_text())["project"]
+    assert [_name(r) for r in core["dependencies"]] == ["pydantic"]
+    assert "scripts" not in core
+    server = tomllib.loads((ROOT / "packages/server/pyproject.toml").read_text())["project"]
+    assert server["scripts"] == {"ragbudget": "ragbudget_server.cli:main"}

@@ -20,8 +20,13 @@ from pathlib import Path
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from ragbudget import _estimate, get_counter
-from ragbudget._estimate import (
+from ragbudget import get_counter
+from ragbudget.counters import EstimateCounter, TokenCounter
+from ragbudget.estimate import _model as _estimate
+from ragbudget.estimate._blocks import BlockCosts, cuts
+from ragbudget.estimate._data import load
+from ragbudget.estimate._floor import case_changes, clear_caches
+from ragbudget.estimate._model import (
     DEFAULT_TARGET,
     FEATURE_NAMES,
     TARGETS,
@@ -30,17 +35,8 @@ from ragbudget._estimate import (
     floor_tokens,
     vocabulary,
 )
-from ragbudget._estimate_blocks import BlockCosts, cuts
-from ragbudget._estimate_data import load
-from ragbudget._estimate_floor import (
-    case_changes,
-    clear_caches,
-    gap_bound,
-    text_bound,
-    text_tokens,
-)
-from ragbudget._estimate_text import _WORD_TABLE
-from ragbudget.counters import EstimateCounter, TokenCounter
+from ragbudget.estimate._pieces import gap_bound, text_bound, text_tokens
+from ragbudget.estimate._text import _WORD_TABLE
 
 SAMPLE = Path(__file__).parent / "data" / "estimator_sample.json.gz"
 FAMILIES = (

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from ragbudget import chunk_text, get_counter
-from ragbudget._estimate import TARGETS
+from ragbudget.estimate._model import TARGETS
 
 SAMPLE = Path(__file__).parent / "data" / "estimator_sample.json.gz"
 LIMIT = 256

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from ragbudget._estimate import FEATURE_NAMES, estimate_tokens
+from ragbudget.estimate._model import FEATURE_NAMES, estimate_tokens
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "tools" / "estimator"))
 
@@ -152,7 +152,7 @@ def test_the_shipped_symbol_runs_are_read_from_the_encoding(encoding: str) -> No
     each. o200k holds git's ` [<` in no token, cl100k does."""
     import tiktoken
     from ragbudget import use_bundled_tiktoken_files
-    from ragbudget._estimate_data import load
+    from ragbudget.estimate._data import load
 
     use_bundled_tiktoken_files()
     shipped = load().symbol_runs[encoding]
@@ -169,8 +169,8 @@ def test_the_shipped_space_runs_are_read_from_the_encoding(encoding: str) -> Non
     lengths the data file holds must be the encoding's own (`--tables` rewrites them)."""
     import tiktoken
     from ragbudget import use_bundled_tiktoken_files
-    from ragbudget._estimate import vocabulary
-    from ragbudget._estimate_data import load
+    from ragbudget.estimate._data import load
+    from ragbudget.estimate._model import vocabulary
 
     use_bundled_tiktoken_files()
     shipped = load().space_runs[encoding]
@@ -187,7 +187,7 @@ def test_the_shipped_counts_of_spaces_and_bare_words_are_the_encodings(encoding:
     them: what the data file holds must be its own (`--tables` rewrites it)."""
     import tiktoken
     from ragbudget import use_bundled_tiktoken_files
-    from ragbudget._estimate_data import load
+    from ragbudget.estimate._data import load
 
     use_bundled_tiktoken_files()
     enc = tiktoken.get_encoding(encoding)
@@ -211,9 +211,9 @@ def test_the_shipped_wide_spaces_are_read_from_the_encoding(encoding: str) -> No
     of both encodings, 16 U+3000 of o200k)."""
     import tiktoken
     from ragbudget import use_bundled_tiktoken_files
-    from ragbudget._estimate import vocabulary
-    from ragbudget._estimate_data import load
-    from ragbudget._estimate_pieces import plain_spaces
+    from ragbudget.estimate._data import load
+    from ragbudget.estimate._model import vocabulary
+    from ragbudget.estimate._pieces import plain_spaces
 
     use_bundled_tiktoken_files()
     enc = tiktoken.get_encoding(encoding)
@@ -236,7 +236,7 @@ def test_no_token_holding_a_line_break_holds_more_spaces_than_the_floor_allows()
     spaces: no token holding a line break may hold more of them, in either encoding."""
     import tiktoken
     from ragbudget import use_bundled_tiktoken_files
-    from ragbudget._estimate_pieces import _SPACES_WITH_BREAK
+    from ragbudget.estimate._pieces import _SPACES_WITH_BREAK
 
     use_bundled_tiktoken_files()
     most = 0
@@ -254,7 +254,7 @@ def test_no_token_holding_a_line_break_holds_more_spaces_than_the_floor_allows()
 
 def test_weak_letters_are_counted_apart_from_the_rare() -> None:
     """A weak letter leaves the single-token runs and is counted as `weak`, not as `rare`."""
-    from ragbudget._estimate import Vocabulary, features
+    from ragbudget.estimate._model import Vocabulary, features
 
     text = "Ұлттық Ұлы жол ☃"  # ☃: not a single token of this vocabulary
     single = "".join(set(text) - set(" ☃"))
@@ -277,7 +277,7 @@ def test_the_bound_of_the_floor_bounds_it(text: str, target: str) -> None:
     """`stages.floor_bound` (what an exact gate could use, docs/estimator.md) is never below the
     floor it bounds: else its share of chunks 'proved below the model' would overstate."""
     import stages
-    from ragbudget._estimate import floor_tokens, vocabulary
+    from ragbudget.estimate._model import floor_tokens, vocabulary
 
     vocab = vocabulary(target)
     assert stages.floor_bound(text, vocab) >= floor_tokens(text, vocab)
@@ -286,7 +286,7 @@ def test_the_bound_of_the_floor_bounds_it(text: str, target: str) -> None:
 def test_spelled_scripts_count_only_where_their_classes_occur() -> None:
     """The floor looks for characters of scripts spelled a character at a time (Odia in o200k)
     only where their classes occur: the same count as looking everywhere."""
-    from ragbudget._estimate import Vocabulary, floor_tokens
+    from ragbudget.estimate._model import Vocabulary, floor_tokens
 
     odia = "ଓଡ଼ିଆ ଭାଷା"
     single = "".join(set(odia) - {" "})
@@ -305,7 +305,7 @@ def test_the_shipped_held_pairs_are_read_from_the_encoding() -> None:
     none (docs/estimator.md says why)."""
     import tiktoken
     from ragbudget import use_bundled_tiktoken_files
-    from ragbudget._estimate_data import load
+    from ragbudget.estimate._data import load
 
     use_bundled_tiktoken_files()
     encs = {name: tiktoken.get_encoding(name) for name in ("cl100k_base", "o200k_base")}

@@ -1,4 +1,4 @@
-"""The floor's spelling of unknown words (`ragbudget._estimate_segments`): the fewest tokens of
+"""The floor's spelling of unknown words (`ragbudget.estimate._segments`): the fewest tokens of
 an encoding that spell a word of ASCII letters never exceed what the encoding makes of it, and
 text that looks like words to every other rule of the floor (source code reversed, one word
 in capitals repeated, words in random case) is no longer far under (issue 15)."""
@@ -18,18 +18,22 @@ import tiktoken
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from ragbudget import use_bundled_tiktoken_files
-from ragbudget._estimate import DEFAULT_TARGET, TARGETS, estimate_tokens, vocabulary
-from ragbudget._estimate_data import load
-from ragbudget._estimate_floor import (
+from ragbudget.estimate._data import load
+from ragbudget.estimate._floor import (
     floor_parts,
     forced_tokens,
-    spelled,
     spelled_starts,
-    spelling_bound,
-    spelling_tokens,
     word_tokens,
 )
-from ragbudget._estimate_segments import Runs, Segments, fewest
+from ragbudget.estimate._model import DEFAULT_TARGET, TARGETS, estimate_tokens, vocabulary
+from ragbudget.estimate._segments import (
+    Runs,
+    Segments,
+    fewest,
+    spelled,
+    spelling_bound,
+    spelling_tokens,
+)
 
 WORST = 0.25
 SOURCE = Path(sysconfig.get_paths()["stdlib"], "argparse.py").read_text(encoding="utf-8")

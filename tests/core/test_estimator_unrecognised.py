@@ -32,8 +32,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from ragbudget import chunk_text, get_counter
-from ragbudget._estimate import DEFAULT_TARGET, TARGETS, estimate_tokens, vocabulary
-from ragbudget._estimate_floor import (
+from ragbudget.estimate._floor import (
     bare_tokens,
     case_changes,
     floor_parts,
@@ -42,11 +41,11 @@ from ragbudget._estimate_floor import (
     foreign_tokens,
     isolated_tokens,
     other_tokens,
-    soup_tokens,
-    space_pieces,
     word_tokens,
 )
-from ragbudget._estimate_text import FOREIGN_COSTS, Vocabulary
+from ragbudget.estimate._model import DEFAULT_TARGET, TARGETS, estimate_tokens, vocabulary
+from ragbudget.estimate._pieces import soup_tokens, space_pieces
+from ragbudget.estimate._text import FOREIGN_COSTS, Vocabulary
 
 SAMPLE = Path(__file__).parent / "data" / "estimator_sample.json.gz"
 UNFITTED = (
@@ -714,7 +713,7 @@ def test_the_isolated_characters_are_a_token_beside_any_ascii(encoding: str) -> 
 
     import tiktoken
     from ragbudget import use_bundled_tiktoken_files
-    from ragbudget._estimate_data import load
+    from ragbudget.estimate._data import load
 
     sys.path.insert(0, str(Path(__file__).parents[2] / "tools" / "estimator"))
     import fit

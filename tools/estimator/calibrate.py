@@ -34,8 +34,10 @@ import numpy as np  # noqa: E402
 import origin  # noqa: E402
 import report  # noqa: E402
 import tiktoken  # noqa: E402
-from ragbudget import _estimate, _estimate_data, use_bundled_tiktoken_files  # noqa: E402
-from ragbudget._estimate_text import FOREIGN_COSTS  # noqa: E402
+from ragbudget import use_bundled_tiktoken_files  # noqa: E402
+from ragbudget.estimate import _data as _estimate_data  # noqa: E402
+from ragbudget.estimate import _model as _estimate  # noqa: E402
+from ragbudget.estimate._text import FOREIGN_COSTS  # noqa: E402
 
 ENCODINGS = ("cl100k_base", "o200k_base")
 DOCS = ROOT / "docs" / "estimator.md"
@@ -107,8 +109,8 @@ def write_tables(
     }
     fit.write_data(words, vocab, weights, pairs, weak, held, tables)  # type: ignore[arg-type]
     _estimate_data.load.cache_clear()
-    importlib.reload(importlib.import_module("ragbudget._estimate_text"))
-    importlib.reload(importlib.import_module("ragbudget._estimate_floor"))
+    importlib.reload(importlib.import_module("ragbudget.estimate._text"))
+    importlib.reload(importlib.import_module("ragbudget.estimate._floor"))
     _estimate = importlib.reload(_estimate)
 
 
@@ -145,7 +147,7 @@ def held_out_column(chunks: list[corpus.Chunk]) -> dict[str, str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--fit", action="store_true", help="refit and rewrite _estimate_data.json")
+    parser.add_argument("--fit", action="store_true", help="refit and rewrite estimate_v1.json")
     parser.add_argument(
         "--tables",
         action="store_true",

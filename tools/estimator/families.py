@@ -3,7 +3,7 @@
 Real text found on this machine where it exists, generated text (deterministic, seeded) where
 no real text is on a build machine; `ORIGIN` says which. Chunks are cut like the corpus's
 (100 to 4,000 characters). Nothing is fitted on these families: every chunk is in the `test`
-split. (The floor's few constants, in `ragbudget._estimate_floor`, were set by looking at
+split. (The floor's few constants, in `ragbudget.estimate._floor`, were set by looking at
 random strings of the generated kinds made by other code with other seeds.)
 
 Real: markup (HTML, XML, SVG), SQL, config (TOML, YAML, lockfiles), tables (CSV, TSV), e-mail

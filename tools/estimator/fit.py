@@ -1,4 +1,4 @@
-"""Fit the estimator on the `fit` split and write `ragbudget/_estimate_data.json`.
+"""Fit the estimator on the `fit` split and write `ragbudget/estimate_v1.json`.
 
 1. Vocabulary: the VOCAB_WORDS most frequent words of the fit split (seen MIN_COUNT times or
    more, at most MAX_WORD_TOKENS tokens), each with its token count after a space in every
@@ -38,11 +38,12 @@ from typing import Any
 import numpy as np
 from corpus import FAMILIES, Chunk
 from origin import origin
-from ragbudget import _estimate, _estimate_pieces
-from ragbudget._estimate_data import EstimateData
-from ragbudget._estimate_floor import _FOREIGN_SHARE, script_key
+from ragbudget.estimate import _model as _estimate
+from ragbudget.estimate import _pieces as _estimate_pieces
+from ragbudget.estimate._data import EstimateData
+from ragbudget.estimate._floor import _FOREIGN_SHARE, script_key
 
-DATA_FILE = Path(_estimate.__file__).with_name("_estimate_data.json")
+DATA_FILE = Path(_estimate.__file__).with_name("estimate_v1.json")
 VOCAB_WORDS = 32000
 MIN_COUNT = 3
 MIN_ORIGINS = 3
@@ -582,7 +583,7 @@ def isolated_chars(encoding: Any) -> str:
 
 def letter_runs(encoding: Any) -> str:
     """The longest runs of ASCII letters in each token of `encoding` (a token's letters inside
-    a word of ASCII letters are one of them: `ragbudget._estimate_segments`), sorted,
+    a word of ASCII letters are one of them: `ragbudget.estimate._segments`), sorted,
     space-separated."""
     runs = {run for token in encoding._mergeable_ranks for run in re.findall(rb"[A-Za-z]+", token)}
     return " ".join(sorted(run.decode() for run in runs))
@@ -633,7 +634,7 @@ def bare_tokens(words: Sequence[str], encoding: Any) -> str:
 def byte_pairs(encoding: Any) -> str:
     """The pairs of adjacent bytes that some token of `encoding` holds, a bit each (bit `a <<
     8 | b` of 65,536, least significant first), base64: between two bytes no token holds side
-    by side, one token ends and the next begins (`ragbudget._estimate_floor.other_tokens`)."""
+    by side, one token ends and the next begins (`ragbudget.estimate._floor.other_tokens`)."""
     bits = bytearray(0x2000)
     for token in encoding._mergeable_ranks:
         for first, second in pairwise(token):
@@ -646,7 +647,7 @@ def pure_runs(encoding: Any, runs: str) -> str:
     """Which of the `runs` (`letter_runs`, in their order) begin a token of `encoding` (nothing
     before them in it: `Tat`, not ` Tat`), a bit each (least significant first), base64: only
     those can spell a word past its first letters, as a token there holds no space or symbol
-    before its letters (`ragbudget._estimate_segments.Runs`)."""
+    before its letters (`ragbudget.estimate._segments.Runs`)."""
     starts = set()
     for token in encoding._mergeable_ranks:
         found = re.match(rb"[A-Za-z]+", token)
@@ -700,7 +701,7 @@ def write_data(
     tables: dict[str, dict[str, Any]],
     path: Path = DATA_FILE,
 ) -> None:
-    """Write the package data file that `ragbudget._estimate_data.load` reads: the fitted
+    """Write the package data file that `ragbudget.estimate._data.load` reads: the fitted
     fields and the `tables` of `encoding_tables`, in the order of `EstimateData`'s fields."""
     given = {
         "feature_names": list(_estimate.FEATURE_NAMES),

@@ -42,7 +42,7 @@ sys.path.insert(0, str(HERE))
 import report  # noqa: E402
 import tiktoken  # noqa: E402
 from ragbudget import use_bundled_tiktoken_files  # noqa: E402
-from ragbudget._estimate import estimate_tokens  # noqa: E402
+from ragbudget.estimate._model import estimate_tokens  # noqa: E402
 
 DOCS = HERE.parents[1] / "docs" / "estimator.md"
 ENCODINGS = ("cl100k_base", "o200k_base")

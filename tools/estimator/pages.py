@@ -3,7 +3,7 @@
     python tools/estimator/pages.py            # print the table
     python tools/estimator/pages.py --docs     # also write it into docs/estimator.md
 
-The files are those of `tests/mcp/test_estimate_server.py` (generated the same way, from the
+The files are those of `tests/server/mcp/test_estimate_server.py` (generated the same way, from the
 same seeds): a store built at its defaults (the estimate counter, the offline embedding), then
 one `read_document` per file at `max_tokens=25000` through fastmcp's in-memory client, each
 page counted by tiktoken. The test checks that every page fits; this prints how full it is,
@@ -21,13 +21,13 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(ROOT / "tests" / "mcp"))
+sys.path.insert(0, str(ROOT / "tests" / "server" / "mcp"))
 
 import report  # noqa: E402
 from fastmcp import Client  # noqa: E402
 from ragbudget import get_counter, use_bundled_tiktoken_files  # noqa: E402
-from ragbudget.mcp import ServerSettings, create_server  # noqa: E402
-from ragbudget.store import DocumentStore  # noqa: E402
+from ragbudget_server.mcp import ServerSettings, create_server  # noqa: E402
+from ragbudget_server.store import DocumentStore  # noqa: E402
 from test_estimate_server import FILES  # noqa: E402
 
 DOCS = ROOT / "docs" / "estimator.md"

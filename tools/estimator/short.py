@@ -23,7 +23,7 @@ sys.path.insert(0, str(HERE))
 import corpus  # noqa: E402
 import tiktoken  # noqa: E402
 from ragbudget import use_bundled_tiktoken_files  # noqa: E402
-from ragbudget._estimate import estimate_tokens  # noqa: E402
+from ragbudget.estimate._model import estimate_tokens  # noqa: E402
 
 FAMILIES = ("code", "prose", "markdown", "json", "logs")
 BUCKETS = ((100, 200), (200, 500), (500, 1500), (1500, 10**9))

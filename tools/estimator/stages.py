@@ -45,13 +45,13 @@ import corpus  # noqa: E402
 import families  # noqa: E402
 import report  # noqa: E402
 import tiktoken  # noqa: E402
-from ragbudget import (  # noqa: E402
-    _estimate,
-    _estimate_data,
-    _estimate_floor,
-    use_bundled_tiktoken_files,
-)
-from ragbudget._estimate_text import _CLASSES, _CONTINUATION, _WORD_TABLE  # noqa: E402
+from ragbudget import use_bundled_tiktoken_files  # noqa: E402
+from ragbudget.estimate import _data as _estimate_data  # noqa: E402
+from ragbudget.estimate import _floor as _estimate_floor  # noqa: E402
+from ragbudget.estimate import _model as _estimate  # noqa: E402
+from ragbudget.estimate import _pieces as _estimate_pieces  # noqa: E402
+from ragbudget.estimate import _segments as _estimate_segments  # noqa: E402
+from ragbudget.estimate._text import _CLASSES, _CONTINUATION, _WORD_TABLE  # noqa: E402
 
 # the class n-grams the estimate hands text_tokens and text_bound (the estimate's own lists)
 TEXT_COUNTS = tuple(_estimate.ASCII_PATTERNS[i] for i in _estimate._TEXT_COUNTS)
@@ -94,7 +94,7 @@ def stages(texts: Sequence[str], o200k: Any) -> dict[str, float]:
             lambda ws: _estimate_floor.word_tokens(ws, vocab), ascii_words, chars
         ),
         "floor: digits, symbols, gaps, lines": _best(
-            lambda pair: _estimate_floor.text_tokens(
+            lambda pair: _estimate_pieces.text_tokens(
                 pair[0], vocab.symbol_runs, pair[1], vocab.space_runs, vocab.space_counts
             ),
             list(zip(datas, counts, strict=True)),
@@ -138,10 +138,10 @@ def floor_bound(text: str, vocab: _estimate.Vocabulary) -> int:
     letters = math.ceil(_estimate_floor._PER_LETTER * (pairs - caps_pairs))
     letters += math.ceil(_estimate_floor._PER_CAPITAL * caps_pairs)
     words_bound = len(unknown) + letters + long + changes + rare_caps
-    if _estimate_floor.spelled(len(unknown), words):  # their spelling, if more (of them all)
-        words_bound = max(words_bound, _estimate_floor.spelling_bound(unknown, vocab))
-    text_bound = _estimate_floor.text_bound(*map(classes.count, TEXT_BOUND))
-    text_bound += _estimate_floor.gap_bound(*map(classes.count, (b"  ", b" 0", b"\t")))
+    if _estimate_segments.spelled(len(unknown), words):  # their spelling, if more (of them all)
+        words_bound = max(words_bound, _estimate_segments.spelling_bound(unknown, vocab))
+    text_bound = _estimate_pieces.text_bound(*map(classes.count, TEXT_BOUND))
+    text_bound += _estimate_pieces.gap_bound(*map(classes.count, (b"  ", b" 0", b"\t")))
     pieces = words_bound + _estimate_floor.other_tokens(other, vocab)
     pieces = max(pieces, _estimate_floor.foreign_tokens(unknown, other, words, vocab))
     forced = known + pieces + text_bound

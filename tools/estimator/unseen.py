@@ -32,8 +32,8 @@ import fit  # noqa: E402
 import report  # noqa: E402
 import tiktoken  # noqa: E402
 from ragbudget import use_bundled_tiktoken_files  # noqa: E402
-from ragbudget._estimate import estimate_tokens, vocabulary  # noqa: E402
-from ragbudget._estimate_text import _WORD_TABLE, FOREIGN_COSTS, TARGETS  # noqa: E402
+from ragbudget.estimate._model import estimate_tokens, vocabulary  # noqa: E402
+from ragbudget.estimate._text import _WORD_TABLE, FOREIGN_COSTS, TARGETS  # noqa: E402
 
 DOCS = HERE.parents[1] / "docs" / "estimator.md"
 LANGUAGES = {

@@ -1,26 +1,40 @@
-"""Token counters: one small protocol, several backends, one factory (`get_counter`)."""
+"""Token counters: one small protocol, several backends, one factory (`get_counter`).
+
+Presets for models without a published tokenizer, and safety margins: a counter scaled up
+(`ScaledCounter`).
+
+Anthropic publishes no tokenizer for Claude 3 and later; its own advice is to estimate and
+keep a buffer. The `claude` preset is ragbudget's default estimate (safe for both cl100k and
+o200k) times `CLAUDE_FACTOR`: Claude 3.x tokenizers are reported to need 1.2-1.3x o200k's
+tokens, and Anthropic says its newest tokenizer uses up to 1.35x more than the previous one,
+so 1.3 x 1.35 = 1.755 bounds both. It is an estimate (`exact=False`), on the safe side.
+"""
 
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from ragbudget._estimate import DEFAULT_TARGET, estimate_tokens
-from ragbudget._estimate import TARGETS as ESTIMATE_TARGETS
+from ragbudget.estimate import DEFAULT_TARGET, estimate_tokens
+from ragbudget.estimate import TARGETS as ESTIMATE_TARGETS
 
 __all__ = [
+    "CLAUDE_FACTOR",
     "CallableCounter",
     "CharsCounter",
     "CounterSpec",
     "EstimateCounter",
     "HFCounter",
     "LazyCounts",
+    "ScaledCounter",
     "TiktokenCounter",
     "TokenCounter",
+    "claude_counter",
     "count_many",
     "get_counter",
     "use_bundled_tiktoken_files",
@@ -288,6 +302,46 @@ class CallableCounter:
         return f"CallableCounter(name={self.name!r})"
 
 
+CLAUDE_FACTOR = 1.755
+"""Claude's tokens per o200k token, at most, as published (1.3 for Claude 3.x, times 1.35)."""
+
+
+class ScaledCounter:
+    """`ceil(base.count(text) * factor)`: a counter for a heavier tokenizer, or with a margin.
+
+    Key init args:
+        base: the counter to scale (an estimate, or a real tokenizer of a lighter model).
+        factor: how many times more tokens to count (>= 1).
+        name: what `TruncationInfo.counter` and responses report.
+
+    Use:
+        ```python
+        from ragbudget import get_counter
+
+        claude = get_counter("claude")  # the default estimate x 1.755
+        ```
+    """
+
+    exact = False
+
+    def __init__(self, base: TokenCounter, factor: float, name: str) -> None:
+        if isinstance(factor, bool) or not isinstance(factor, int | float) or not factor >= 1:
+            msg = f"factor must be a number >= 1, got {factor!r}"
+            raise ValueError(msg)
+        self.base, self.factor, self.name = base, float(factor), name
+
+    def count(self, text: str) -> int:
+        return math.ceil(self.base.count(text) * self.factor)
+
+    def __repr__(self) -> str:
+        return f"ScaledCounter({self.base!r}, {self.factor}, {self.name!r})"
+
+
+def claude_counter() -> ScaledCounter:
+    """The `claude` preset: the default estimate times `CLAUDE_FACTOR`."""
+    return ScaledCounter(EstimateCounter(), CLAUDE_FACTOR, "claude")
+
+
 CounterSpec = TokenCounter | str | Callable[[str], int] | None
 """What `get_counter` (and every `counter=` argument) accepts."""
 
@@ -307,8 +361,6 @@ def _from_string(spec: str) -> TokenCounter:
             raise ValueError(msg)
         return EstimateCounter(arg.strip())
     if kind == "claude" and not arg:
-        from ragbudget.presets import claude_counter
-
         return claude_counter()
     if kind == "chars":
         try:
@@ -336,7 +388,7 @@ def get_counter(spec: CounterSpec = None) -> TokenCounter:
       for both cl100k_base and o200k_base; `"estimate:cl100k_base"` / `"estimate:o200k_base"`
       are tighter estimates calibrated to one encoding.
     - `"claude"`: for Claude models (no published tokenizer): the estimate times 1.755, the
-      largest published inflation of Claude's tokenizers over o200k (`ragbudget.presets`).
+      largest published inflation of Claude's tokenizers over o200k (`ragbudget.counters`).
     - `"chars:N"`: `len(text) // N`.
     - `"tiktoken:<encoding or model>"`, e.g. `"tiktoken:cl100k_base"`, `"tiktoken:gpt-4o"`.
     - `"hf:<path to tokenizer.json>"`, or a `tokenizers.Tokenizer` instance.

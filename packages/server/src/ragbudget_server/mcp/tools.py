@@ -1,0 +1,405 @@
+"""The four MCP tools: budgeted `search`, paged `read_document`, rooted `ingest`, and `stats`.
+
+Budget rule for `search` and `read_document`: the text content blocks a client receives,
+counted one by one with the server's counter, add up to at most the effective `max_tokens`.
+The result's single data block is the store's own `to_text()` (budgeted by the store, whose
+measured count the server checks before it leaves: see `budgeting`); when the ask was above the
+server's ceiling, a short clamp notice comes first as its own block and the store gets the
+ceiling minus that notice's tokens. The structured content (the pydantic response, matching
+the declared output schema) is not sent a second time as text.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Callable
+from functools import partial
+from typing import Annotated, Any, Literal, TypeVar
+
+import anyio
+import anyio.from_thread
+import anyio.to_thread
+from fastmcp import Context, FastMCP
+from fastmcp.exceptions import ToolError
+from fastmcp.tools import Tool, ToolResult
+from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp_types import TextContent, ToolAnnotations
+from pydantic import BaseModel, ConfigDict, Field
+from ragbudget._shown import shown
+from ragbudget.counters import TokenCounter
+
+from ragbudget_server.mcp.budgeting import BudgetExceededError, checked_text, clamp_budget
+from ragbudget_server.mcp.errors import refuse
+from ragbudget_server.mcp.reports import fit_report
+from ragbudget_server.mcp.roots import OutsideRootsError, check_ingest_paths, linked_file_reason
+from ragbudget_server.mcp.settings import ServerSettings
+from ragbudget_server.mcp.state import ServerState
+from ragbudget_server.store import (
+    IngestReport,
+    ReadResponse,
+    SearchResponse,
+    StoreError,
+    StoreStats,
+)
+
+__all__ = ["STATE_KEY", "ServerState", "ServerStats", "register_tools"]
+
+logger = logging.getLogger(__name__)
+
+STATE_KEY = "ragbudget"
+"""Key of the `ServerState` in the lifespan context."""
+
+MAX_LIMIT = 200
+"""Most results one `search` may rank (a larger ask is an argument error)."""
+
+MAX_OFFSET = 10_000
+"""Largest `search` offset (the store's own cap)."""
+
+MAX_PATH_CHARS = 4096
+"""Longest path argument (Linux's PATH_MAX); longer ones are argument errors."""
+
+MAX_LINE = 1 << 31
+"""Largest line number or line count `read_document` takes (the store's own cap)."""
+
+R = TypeVar("R", SearchResponse, ReadResponse)
+
+FormatArg = Annotated[
+    Literal["text", "json"],
+    Field(
+        description=(
+            "'text' (default): each result's text verbatim under a one-line header, the "
+            "fewest tokens per result; 'json': the whole response as JSON text."
+        )
+    ),
+]
+
+
+class ServerStats(BaseModel):
+    """What `stats` reports: the store's own figures plus this server's limits."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    store: StoreStats = Field(description="Collections, chunk counts, embedding and counter.")
+    counter: str = Field(description="Counter every budget of this server is measured with.")
+    counter_exact: bool = Field(description="True for a real tokenizer, False for an estimate.")
+    max_tokens_ceiling: int = Field(description="Largest max_tokens any call gets.")
+    ingest_roots: list[str] = Field(description="Folders `ingest` may index; empty = disabled.")
+
+
+async def _state(ctx: Context) -> ServerState:
+    """The shared state, its store open (a store that cannot open is this call's error)."""
+    state = ctx.lifespan_context.get(STATE_KEY)
+    if not isinstance(state, ServerState):  # pragma: no cover - only without our lifespan
+        msg = "the ragbudget store is not open: build the server with create_server()"
+        raise ToolError(msg)
+    try:
+        await state.ready()
+    except StoreError as exc:
+        raise refuse(exc) from exc
+    return state
+
+
+async def _warn(ctx: Context, message: str) -> None:
+    """Send an MCP log warning to the client (and log it on stderr at INFO: it is routine)."""
+    logger.info(message)
+    # fastmcp 4 keeps MCP logging for protocol versions before 2026-07-28 and the SDK marks
+    # the call deprecated; that deprecation is upstream's, not something a caller can act on.
+    warnings.filterwarnings(
+        "ignore", message="The logging capability is deprecated", category=MCPDeprecationWarning
+    )
+    await ctx.warning(message, logger_name="ragbudget")
+
+
+async def _budgeted(
+    ctx: Context,
+    state: ServerState,
+    max_tokens: int,
+    fetch: Callable[[int], R],
+    warning: Callable[[R, int], str | None],
+    counter: TokenCounter,
+) -> ToolResult:
+    """Run a store call within the (clamped) budget and package what the client receives.
+
+    The content is the clamp notice (only when the ask was above the ceiling) and the store's
+    `to_text()`; the two together count at most the effective budget. The structured content
+    is the store's response itself.
+    """
+    effective, notice = clamp_budget(max_tokens, state.ceiling)
+    blocks: list[TextContent] = [] if notice is None else [TextContent(type="text", text=notice)]
+    reserved = 0 if notice is None else counter.count(notice)
+    try:
+        response = await anyio.to_thread.run_sync(fetch, effective - reserved)
+        text, used = checked_text(response, effective - reserved, counter)
+    except (StoreError, BudgetExceededError) as exc:
+        raise refuse(exc, effective, counter) from exc
+    message = warning(response, effective - reserved)
+    if message is not None:
+        await _warn(ctx, message)
+    return ToolResult(
+        content=[*blocks, TextContent(type="text", text=text)],
+        structured_content=response.model_dump(mode="json"),
+        meta={
+            "ragbudget": {
+                "max_tokens": effective,
+                "requested_max_tokens": max_tokens,
+                "clamped": notice is not None,
+                "text_tokens": used + reserved,
+                "counter": counter.name,
+            }
+        },
+    )
+
+
+async def search(
+    query: Annotated[
+        str,
+        Field(
+            description="What to look for, in words or code identifiers.",
+            min_length=1,
+            max_length=4000,
+        ),
+    ],
+    ctx: Context,
+    limit: Annotated[
+        int,
+        Field(description="Most results to rank before the budget applies.", ge=1, le=MAX_LIMIT),
+    ] = 10,
+    max_tokens: Annotated[
+        int,
+        Field(
+            description=(
+                "Token budget for the whole response text; the server caps it at its ceiling "
+                "(see `stats`)."
+            ),
+            ge=1,
+        ),
+    ] = 8192,
+    offset: Annotated[
+        int,
+        Field(
+            description="Rank to start from: pass the next_offset of a truncated response.",
+            ge=0,
+            le=MAX_OFFSET,
+        ),
+    ] = 0,
+    concise: Annotated[
+        bool, Field(description="Short snippets and fewer fields, to scan more results.")
+    ] = False,
+    file_type: Annotated[
+        str | None,
+        Field(
+            description="Only files of this type, e.g. 'py' or 'md'.", min_length=1, max_length=32
+        ),
+    ] = None,
+    directory: Annotated[
+        str | None,
+        Field(
+            description="Only files under this folder (as stored in `source`).",
+            min_length=1,
+            max_length=MAX_PATH_CHARS,
+        ),
+    ] = None,
+    format: FormatArg = "text",
+    evidence: Annotated[
+        bool,
+        Field(
+            description=(
+                "Merge adjacent chunks of a file into one span, leave duplicates out, and under "
+                "tight budgets show the best-matching lines of long results (false: the ranked "
+                "prefix of whole chunks)."
+            )
+        ),
+    ] = True,
+    max_per_source: Annotated[
+        int | None, Field(description="Most results per file (with evidence).", ge=1, le=1000)
+    ] = None,
+) -> ToolResult:
+    """Search the indexed documents; the response always fits `max_tokens`.
+
+    Results are ranked chunks with their source file and line span. When the budget cuts the
+    list short, the response says how many were left out and the `offset` to continue from;
+    adjacent chunks of one file come back as one span. Read a whole file with `read_document`.
+    """
+    state = await _state(ctx)
+
+    def fetch(budget: int) -> SearchResponse:
+        return state.store.search(
+            query,
+            limit=limit,
+            max_tokens=budget,
+            offset=offset,
+            concise=concise,
+            file_type=file_type,
+            directory=directory,
+            counter=state.counter_for(format),
+            format=format,
+            evidence=evidence,
+            max_per_source=max_per_source,
+        )
+
+    def warning(response: SearchResponse, budget: int) -> str | None:
+        if not response.truncated:
+            return None
+        return (
+            f"search {shown(query)}: response truncated to fit {budget:,} tokens "
+            f"({response.notice or 'see truncation_info'})"
+        )
+
+    return await _budgeted(ctx, state, max_tokens, fetch, warning, state.counter_for(format))
+
+
+async def read_document(
+    source: Annotated[
+        str,
+        Field(
+            description="The document's `source`, as a search result gives it.",
+            min_length=1,
+            max_length=MAX_PATH_CHARS,
+        ),
+    ],
+    ctx: Context,
+    offset: Annotated[
+        int,
+        Field(
+            description="First line to return (1-based); use the offset a notice gives.",
+            ge=1,
+            le=MAX_LINE,
+        ),
+    ] = 1,
+    limit: Annotated[
+        int | None,
+        Field(
+            description="Most lines to return (None = as many as the budget allows).",
+            ge=1,
+            le=MAX_LINE,
+        ),
+    ] = None,
+    max_tokens: Annotated[
+        int,
+        Field(
+            description="Token budget for the page; the server caps it at its ceiling.",
+            ge=1,
+        ),
+    ] = 8192,
+    char_offset: Annotated[
+        int,
+        Field(
+            description="Start inside line `offset` at this character: give the char_offset a "
+            "notice names when one line alone is over the budget.",
+            ge=0,
+        ),
+    ] = 0,
+    format: FormatArg = "text",
+) -> ToolResult:
+    """Read a stored document by lines, one budgeted page at a time.
+
+    A page that stops early ends with a notice naming the `offset` of the next line, so a
+    document far larger than any budget can be read in full, page by page. A line alone over
+    the budget (minified code) comes in parts, continued with `offset` and `char_offset`.
+    """
+    state = await _state(ctx)
+
+    def fetch(budget: int) -> ReadResponse:
+        return state.store.read(
+            source, offset=offset, limit=limit, max_tokens=budget,
+            counter=state.counter_for(format), format=format, char_offset=char_offset,
+        )  # fmt: skip
+
+    def warning(response: ReadResponse, budget: int) -> str | None:
+        if not response.truncated:
+            return None
+        return (
+            f"read_document {shown(source)}: page cut to fit {budget:,} tokens ({response.notice})"
+        )
+
+    return await _budgeted(ctx, state, max_tokens, fetch, warning, state.counter_for(format))
+
+
+async def ingest(
+    paths: Annotated[
+        list[Annotated[str, Field(min_length=1, max_length=MAX_PATH_CHARS)]],
+        Field(
+            description="Files or folders to index; each must lie under a root the server allows.",
+            min_length=1,
+            max_length=100,
+        ),
+    ],
+    ctx: Context,
+) -> IngestReport:
+    """Index files and folders under the server's allowed roots (idempotent).
+
+    Unchanged files are skipped, changed ones replace their old chunks, and files that can
+    no longer be indexed lose them. Paths outside the allowed roots, including through
+    symlinks, are refused; so are hard-linked files unless the server allows them. The
+    report fits the server's ceiling: long lists of files are cut (`problems_omitted`).
+    """
+    state = await _state(ctx)
+    try:
+        checked = check_ingest_paths(paths, state.settings.allow_roots)
+    except OutsideRootsError as exc:
+        raise refuse(exc) from exc
+
+    def on_progress(done: int, total: int, path: str) -> None:
+        anyio.from_thread.run(partial(ctx.report_progress, done, total, path))
+
+    roots, hard_links = state.settings.allow_roots, state.settings.allow_hard_links
+    call = partial(
+        state.store.ingest,
+        [str(p) for p in checked],
+        on_progress=on_progress,
+        refuse=partial(linked_file_reason, roots=roots, allow_hard_links=hard_links),
+    )
+    async with state.ingest_lock:
+        try:
+            report: IngestReport = await anyio.to_thread.run_sync(call)
+        except StoreError as exc:
+            raise refuse(exc) from exc
+    return fit_report(report, state.ceiling, state.counter)
+
+
+async def stats(ctx: Context) -> ServerStats:
+    """What is indexed (collections, chunk counts, embedding, counter) and this server's limits."""
+    state = await _state(ctx)
+    try:
+        store_stats: StoreStats = await anyio.to_thread.run_sync(state.store.stats)
+    except StoreError as exc:
+        raise refuse(exc) from exc
+    return ServerStats(
+        store=store_stats,
+        counter=state.counter.name,
+        counter_exact=state.counter.exact,
+        max_tokens_ceiling=state.ceiling,
+        ingest_roots=[str(root) for root in state.settings.allow_roots],
+    )
+
+
+_READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+
+
+def _schema(model: type[BaseModel]) -> dict[str, Any]:
+    return model.model_json_schema(mode="serialization")
+
+
+def register_tools(mcp: FastMCP[Any], settings: ServerSettings) -> None:
+    """Add the tools to `mcp`; `ingest` only when `settings` allows at least one root."""
+    add = mcp.add_tool
+    add(Tool.from_function(search, annotations=_READ_ONLY, output_schema=_schema(SearchResponse)))
+    add(
+        Tool.from_function(
+            read_document, annotations=_READ_ONLY, output_schema=_schema(ReadResponse)
+        )
+    )
+    add(Tool.from_function(stats, annotations=_READ_ONLY))
+    if settings.ingest_enabled:
+        add(
+            Tool.from_function(
+                ingest,
+                annotations=ToolAnnotations(
+                    read_only_hint=False,
+                    destructive_hint=False,
+                    idempotent_hint=True,
+                    open_world_hint=False,
+                ),
+            )
+        )

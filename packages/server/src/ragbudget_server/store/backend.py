@@ -1,0 +1,298 @@
+"""The Chroma side of the store: client, collection, its embedding and its counter."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from ragbudget.counters import CounterSpec, TokenCounter, get_counter
+
+from ragbudget_server.store import live, remote
+from ragbudget_server.store.embedding import embedding_label, make_embedding, same_embedding
+from ragbudget_server.store.errors import StoreError
+from ragbudget_server.store.lock import release_lock_file, writer_lock
+from ragbudget_server.store.remote import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_READ_TIMEOUT,
+    check_timeout,
+)
+
+__all__ = ["DEFAULT_PATH", "ChromaBackend"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_PATH = ".ragbudget"
+COUNTER_KEY = "ragbudget_counter"
+_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$")
+_PAGE = 5000
+
+
+def _parse_server(server: Any) -> tuple[str, int, bool]:
+    if not isinstance(server, str) or not server.strip():
+        msg = f"server must be a URL like 'http://localhost:8000', got {server!r}"
+        raise StoreError(msg)
+    server = server.strip()
+    url = urlsplit(server if "://" in server else f"http://{server}")
+    if url.scheme not in ("http", "https") or not url.hostname or url.path not in ("", "/"):
+        msg = f"server must be a URL like 'http://localhost:8000', got {server!r}"
+        raise StoreError(msg)
+    try:
+        port = url.port or (443 if url.scheme == "https" else 8000)
+    except ValueError:
+        msg = f"server {server!r} has an invalid port"
+        raise StoreError(msg) from None
+    return url.hostname, port, url.scheme == "https"
+
+
+class ChromaBackend:
+    """Opens (or, for an ingest, creates) one collection, embedded or on a server.
+
+    Nothing is created on disk or on the server until something is written: opening a store
+    that does not exist yet for a search is an error, not an empty database.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None,
+        server: str | None,
+        collection: str,
+        embedding: str | None,
+        counter: CounterSpec,
+        *,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        read_timeout: float = DEFAULT_READ_TIMEOUT,
+    ) -> None:
+        if not isinstance(collection, str) or not _NAME.match(collection):
+            msg = (
+                "collection must be 3-512 characters from [a-zA-Z0-9._-], starting and ending "
+                f"with a letter or digit, got {collection!r}"
+            )
+            raise StoreError(msg)
+        if server is not None and path not in (None, DEFAULT_PATH):
+            shown = os.fspath(path)
+            msg = f"give either path or server, not both (path={shown!r}, server={server!r})"
+            raise StoreError(msg)
+        if server is None and path is None:
+            msg = "give a path (embedded Chroma) or a server URL"
+            raise StoreError(msg)
+        self.connect_timeout = check_timeout("connect_timeout", connect_timeout)
+        self.read_timeout = check_timeout("read_timeout", read_timeout)
+        if path is not None and "\0" in os.fspath(path):
+            msg = f"path must be a folder path, got {os.fspath(path)!r}"
+            raise StoreError(msg)
+        self.address = _parse_server(server) if server is not None else None
+        self.server = server.strip() if server is not None else None
+        self.path = None if server is not None else Path(os.fspath(path or DEFAULT_PATH))
+        self.name = collection
+        self.ef: Any = make_embedding(embedding) if embedding is not None else None
+        self._counter_spec = counter
+        self.counter: TokenCounter = get_counter(counter)
+        self._client: Any = None
+        self._collection: Any = None
+        self._snapshot: Path | None = None  # a read-only store's private copy
+        self._watch = live.StoreWatch(self.path) if self.path is not None else None
+        self._gate = live.Gate()
+        self._writing = 0
+
+    @property
+    def where(self) -> str:
+        return self.server or str(self.path)
+
+    def _connect(self, *, create: bool) -> Any:
+        if self._client is not None:
+            return self._client
+        import chromadb
+        from chromadb.config import Settings
+
+        settings = Settings(anonymized_telemetry=False)
+        if self.address is not None:
+            host, port, ssl = self.address
+            try:
+                client = remote.connect(
+                    host, port, ssl, settings, where=str(self.server),
+                    connect_timeout=self.connect_timeout, read_timeout=self.read_timeout,
+                )  # fmt: skip
+            except StoreError:
+                raise
+            except Exception as exc:
+                msg = f"cannot reach the Chroma server at {self.server}: {exc}"
+                raise StoreError(msg) from exc
+            self._client = client
+            return client
+        assert self.path is not None
+        if not live.check_store_dir(self.path):
+            if not create:
+                return None
+        elif not create and not live.is_writable(self.path):
+            self._snapshot = live.snapshot(self.path)
+        elif create and not live.is_writable(self.path):
+            raise live.read_only(self.path)
+        if self._watch is not None:
+            self._watch.seen()  # before opening: a write from now on shows as a change
+        try:
+            client = chromadb.PersistentClient(
+                path=str(self._snapshot or self.path), settings=settings
+            )
+        except Exception as exc:
+            self._drop_snapshot()
+            if live.is_read_only_error(exc):
+                raise live.read_only(self.path) from None
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            msg = f"cannot open the store at {self.path}: {reason}"
+            raise StoreError(msg) from None
+        self._client = client
+        return client
+
+    def open(self, *, create: bool) -> Any:
+        """The collection, opened (its embedding checked) or, with `create`, made; else None."""
+        if self._collection is not None:
+            return self._collection
+        client = self._connect(create=False)
+        if client is not None:
+            names = [getattr(c, "name", c) for c in client.list_collections()]
+            if self.name in names:
+                self._collection = self._adopt(client.get_collection(self.name))
+                return self._collection
+        if not create:
+            return None
+        ef = self.ef or make_embedding("hashing")
+        self.embed(["probe"], ef)  # a missing model fails here, before anything is written
+        client = self._connect(create=True)
+        self._collection = client.get_or_create_collection(
+            self.name,
+            embedding_function=ef,
+            configuration={"hnsw": {"space": "cosine"}},
+            metadata={COUNTER_KEY: self.counter.name},
+        )
+        self.ef = ef
+        return self._collection
+
+    def _adopt(self, collection: Any) -> Any:
+        config = (collection.configuration_json or {}).get("embedding_function") or {}
+        built_with = str(config.get("name") or "default")
+        if self.ef is not None and not same_embedding(built_with, self.ef.name()):
+            msg = (
+                f"collection {self.name!r} was built with embedding "
+                f"{embedding_label(built_with)!r}, not {embedding_label(self.ef.name())!r}"
+            )
+            raise StoreError(msg)
+        if self.ef is None:
+            self.ef = make_embedding(built_with)
+        recorded = (collection.metadata or {}).get(COUNTER_KEY)
+        if self._counter_spec is None and isinstance(recorded, str):
+            try:
+                self.counter = get_counter(recorded)
+            except Exception as exc:  # e.g. an hf tokenizer file that is not here
+                logger.warning("cannot rebuild counter %r (%s); using the estimate", recorded, exc)
+        return collection
+
+    def record_counter(self) -> None:
+        """Note the store's counter in the collection's metadata (stored counts are in it)."""
+        collection = self.require()
+        metadata = dict(collection.metadata or {})
+        if metadata.get(COUNTER_KEY) != self.counter.name:
+            collection.modify(metadata={**metadata, COUNTER_KEY: self.counter.name})
+
+    def embed(self, texts: list[str], ef: Any = None, *, query: bool = False) -> Any:
+        """Embeddings of `texts`; a failing embedding is a StoreError that says what to do."""
+        ef = ef or self.ef
+        try:
+            if query and hasattr(ef, "embed_query"):
+                return ef.embed_query(texts)
+            return ef(texts)
+        except Exception as exc:
+            label = embedding_label(ef.name())
+            msg = f"embedding {label!r} failed: {exc}"
+            if label == "minilm":
+                msg += (
+                    " (it downloads Chroma's ONNX MiniLM model on first use: check the network, "
+                    "or use embedding='hashing', which works offline)"
+                )
+            raise StoreError(msg) from exc
+
+    def require(self) -> Any:
+        """The collection, or a StoreError saying it does not exist yet."""
+        collection = self.open(create=False)
+        if collection is None and self._client is None and self.path is not None:
+            raise live.no_store(self.path)
+        if collection is None:
+            msg = (
+                f"unknown collection {self.name!r} at {self.where}: ingest files first "
+                "(`ragbudget ingest PATH` or DocumentStore.ingest)"
+            )
+            raise StoreError(msg)
+        return collection
+
+    def metadatas(
+        self, where: dict[str, Any] | None = None
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(id, metadata) of every record matching `where`, page by page."""
+        collection = self.require()
+        offset = 0
+        while True:
+            page = collection.get(where=where, include=["metadatas"], limit=_PAGE, offset=offset)
+            for id_, meta in zip(page["ids"], page["metadatas"] or [], strict=True):
+                yield id_, dict(meta or {})
+            if len(page["ids"]) < _PAGE:
+                return
+            offset += _PAGE
+
+    def close(self) -> None:
+        client, self._client, self._collection = self._client, None, None
+        if client is not None and hasattr(client, "close"):
+            client.close()
+        self._drop_snapshot()
+
+    def _drop_snapshot(self) -> None:
+        copy, self._snapshot = self._snapshot, None
+        if copy is not None:
+            live.remove_snapshot(copy)
+
+    @contextmanager
+    def using(self) -> Iterator[None]:
+        """One call on the store: first reopen the client if another process wrote the store.
+
+        Chroma's embedded client caches vector indexes; reopening is how a long-running
+        process (a server) sees what another ingested, changed or pruned.
+        """
+        watch = self._watch
+        stale = watch is not None and self._gate.outermost() and not self._writing
+        if stale and watch is not None and watch.changed():
+            with self._gate.exclusive():
+                if watch.changed() and not self._writing:
+                    logger.debug("the store at %s changed on disk: reopening it", self.path)
+                    self.close()
+        with self._gate.shared():
+            yield
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """An ingest: the store's writer lock held (writers, in any process, take turns), the
+        client current before it writes, and no refresh while it writes."""
+        if self.path is None:  # a Chroma server orders its own writes
+            with self.using():
+                yield
+            return
+        if self._snapshot is not None or (
+            live.check_store_dir(self.path) and not live.is_writable(self.path)
+        ):
+            raise live.read_only(self.path)
+        created = not self.path.exists()
+        try:
+            with writer_lock(self.path), self.using():
+                self._writing += 1
+                try:
+                    yield
+                finally:
+                    self._writing -= 1
+                    if self._watch is not None and self._client is not None:
+                        self._watch.seen()  # our own writes: the client holds them already
+        finally:
+            if not (self.path / live.SQLITE_NAME).exists():  # nothing was written: leave no trace
+                release_lock_file(self.path, remove_folder=created)

@@ -1,0 +1,283 @@
+"""Embeddings for the document store: an offline hashing embedding, and Chroma's by name.
+
+`HashingEmbedding` turns text into a fixed-size vector of hashed word features (identifier-aware
+unigrams and bigrams, sublinear term frequency, L2-normalised). It needs no model and no network,
+is deterministic across processes and machines, and is good at what code search mostly asks:
+"where is this name, these words". It is registered with Chroma under `ragbudget_hashing`, so a
+collection built with it remembers it and a later `get_collection` rebuilds it from the config.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections import Counter
+from functools import lru_cache
+from itertools import pairwise
+from typing import Any
+
+try:
+    import numpy as np
+    from chromadb.api.types import Documents, EmbeddingFunction, Embeddings, Space
+    from chromadb.utils.embedding_functions import (
+        known_embedding_functions,
+        register_embedding_function,
+    )
+except ImportError as exc:  # pragma: no cover - only in a broken install
+    msg = f"the document store is missing a dependency ({exc}): pip install ragbudget-server"
+    raise ImportError(msg) from exc
+
+from ragbudget_server.store.errors import StoreError
+
+__all__ = [
+    "EMBEDDING_ALIASES",
+    "HashingEmbedding",
+    "embedding_label",
+    "make_embedding",
+    "same_embedding",
+]
+
+_IDENT = re.compile(r"[^\W\d_][\w]*|\d+", re.UNICODE)
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+_STOP = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "been",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "doing",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "may",
+        "might",
+        "must",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "our",
+        "should",
+        "so",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "to",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "self",
+        "cls",
+        "def",
+        "return",
+        "none",
+        "true",
+        "false",
+        "import",
+        "elif",
+        "else",
+        "pass",
+        "lambda",
+        "yield",
+        "class",
+    ]
+)
+
+
+def _stem(word: str) -> str:
+    """A light suffix strip so 'decoding', 'decoded', 'decodes' and 'decode' meet."""
+    n = len(word)
+    if n > 5 and word.endswith("ing"):
+        word = word[:-3]
+    elif (n > 4 and word.endswith(("ed", "es"))) or (n > 5 and word.endswith("er")):
+        word = word[:-2]
+    elif n > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    if len(word) > 4 and word.endswith("e"):
+        word = word[:-1]
+    return word
+
+
+@lru_cache(maxsize=1 << 16)
+def _words(ident: str) -> tuple[tuple[str, ...], str | None]:
+    """An identifier's stemmed words (stop words out), and the whole identifier when it has
+    several ('JSONDecodeError' -> ('json', 'decod', 'error'), '=jsondecodeerror')."""
+    if ident.isascii() and not ident.isdigit():
+        parts = [p.lower() for p in _CAMEL.findall(ident)]
+    else:
+        parts = [ident.lower()]
+    words = tuple(_stem(p) for p in parts if len(p) > 1 and p not in _STOP)
+    return words, ("=" + ident.lower() if len(words) > 1 else None)
+
+
+def features(text: str) -> Counter[str]:
+    """The features of `text`: word parts, whole identifiers, and bigrams of adjacent words."""
+    words: list[str] = []
+    wholes: list[str] = []
+    for ident in _IDENT.findall(text):
+        parts, whole = _words(ident)
+        words.extend(parts)
+        if whole is not None:
+            wholes.append(whole)
+    counts = Counter(words)
+    counts.update(wholes)
+    counts.update(f"{a} {b}" for a, b in pairwise(words) if a != b)
+    return counts
+
+
+@lru_cache(maxsize=1 << 18)
+def _slot(feature: str, dim: int) -> tuple[int, float]:
+    """Where a feature lands in the vector, and with which sign (bigrams weigh less)."""
+    h = zlib.crc32(feature.encode("utf-8"))
+    weight = 0.6 if " " in feature else 1.0
+    return h % dim, weight if (h >> 16) & 1 else -weight
+
+
+@register_embedding_function
+class HashingEmbedding(EmbeddingFunction[Documents]):
+    """A deterministic, offline bag-of-words embedding for lexical retrieval.
+
+    Setup: nothing to download (`pip install ragbudget-server`).
+
+    Key init args:
+        dim: vector size (64-8192, default 1024). Larger means fewer hash collisions.
+
+    Use:
+        >>> emb = HashingEmbedding()
+        >>> [vector] = emb(["json.loads decodes a JSON document"])
+        >>> len(vector)
+        1024
+    """
+
+    def __init__(self, dim: int = 1024) -> None:
+        if isinstance(dim, bool) or not isinstance(dim, int) or not 64 <= dim <= 8192:
+            msg = f"dim must be an int between 64 and 8192, got {dim!r}"
+            raise ValueError(msg)
+        self.dim = dim
+
+    def __call__(self, input: Documents) -> Embeddings:
+        return [self._embed_one(text) for text in input]
+
+    def _embed_one(self, text: str) -> np.ndarray[Any, np.dtype[np.float32]]:
+        counts = features(text)
+        if not counts:  # no words at all: a fixed direction, so cosine stays defined
+            vector = np.zeros(self.dim, dtype=np.float32)
+            vector[0] = 1.0
+            return vector
+        slots = [_slot(f, self.dim) for f in counts]
+        index = np.fromiter((i for i, _ in slots), dtype=np.int64, count=len(slots))
+        signed = np.fromiter((w for _, w in slots), dtype=np.float64, count=len(slots))
+        tf = np.fromiter(counts.values(), dtype=np.float64, count=len(slots))
+        summed = np.bincount(index, weights=signed * (1.0 + np.log(tf)), minlength=self.dim)
+        norm = float(np.linalg.norm(summed))
+        if norm == 0.0:  # every feature cancelled out: the fixed direction again
+            summed[0], norm = 1.0, 1.0
+        return (summed / norm).astype(np.float32)
+
+    @staticmethod
+    def name() -> str:
+        return "ragbudget_hashing"
+
+    def get_config(self) -> dict[str, Any]:
+        return {"dim": self.dim}
+
+    @staticmethod
+    def build_from_config(config: dict[str, Any]) -> HashingEmbedding:
+        return HashingEmbedding(dim=int(config.get("dim", 1024)))
+
+    @staticmethod
+    def validate_config(config: dict[str, Any]) -> None:
+        dim = config.get("dim", 1024)
+        if isinstance(dim, bool) or not isinstance(dim, int) or not 64 <= dim <= 8192:
+            msg = f"hashing embedding config: dim must be an int between 64 and 8192, got {dim!r}"
+            raise ValueError(msg)
+
+    def default_space(self) -> Space:
+        return "cosine"
+
+    def supported_spaces(self) -> list[Space]:
+        return ["cosine", "ip", "l2"]
+
+
+EMBEDDING_ALIASES: dict[str, str] = {
+    "hashing": HashingEmbedding.name(),
+    "minilm": "onnx_mini_lm_l6_v2",
+}
+"""User-facing names and the Chroma registry names they stand for."""
+
+_SAME = ({"onnx_mini_lm_l6_v2", "default"},)  # Chroma's default is the same MiniLM model
+
+
+def embedding_label(chroma_name: str) -> str:
+    """The user-facing name for a Chroma embedding name ('ragbudget_hashing' -> 'hashing')."""
+    for label, name in EMBEDDING_ALIASES.items():
+        if name == chroma_name or any({name, chroma_name} <= group for group in _SAME):
+            return label
+    return chroma_name
+
+
+def same_embedding(a: str, b: str) -> bool:
+    """True when two Chroma embedding names denote the same embedding."""
+    return a == b or any({a, b} <= group for group in _SAME)
+
+
+def make_embedding(name: str) -> EmbeddingFunction[Documents]:
+    """The embedding function for a user-facing or Chroma name; StoreError when unknown."""
+    if not isinstance(name, str) or not name.strip():
+        msg = f"embedding must be a non-empty name such as 'hashing' or 'minilm', got {name!r}"
+        raise StoreError(msg)
+    chroma_name = EMBEDDING_ALIASES.get(name.strip(), name.strip())
+    cls = known_embedding_functions.get(chroma_name)
+    if cls is None:
+        known = sorted({*EMBEDDING_ALIASES, *known_embedding_functions})
+        msg = f"unknown embedding {name!r}; known: {', '.join(known)}"
+        raise StoreError(msg)
+    try:
+        ef: EmbeddingFunction[Documents] = cls.build_from_config({})
+    except Exception as exc:  # a provider's own client is missing, or its key, etc.
+        msg = f"embedding {name!r} could not be set up: {exc}"
+        raise StoreError(msg) from exc
+    return ef

@@ -1,0 +1,506 @@
+"""`DocumentStore`: files in, budgeted search and reads out, on embedded Chroma or a server."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ragbudget._shown import shown
+from ragbudget.counters import CounterSpec, TokenCounter, get_counter
+
+from ragbudget_server.store import ingest as _ingest
+from ragbudget_server.store import live
+from ragbudget_server.store.backend import DEFAULT_PATH, ChromaBackend
+from ragbudget_server.store.embedding import embedding_label
+from ragbudget_server.store.errors import StoreError
+from ragbudget_server.store.files import read_text, walk
+from ragbudget_server.store.models import (
+    FileProblem,
+    Format,
+    IngestReport,
+    ReadResponse,
+    SearchResponse,
+    StoreStats,
+)
+from ragbudget_server.store.paths import user_path
+from ragbudget_server.store.reading import budget_read, rebuild_text
+from ragbudget_server.store.remote import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_READ_TIMEOUT,
+    guarded,
+    server_errors,
+)
+from ragbudget_server.store.search import Hit, Rendering, fetch_ranked
+from ragbudget_server.store.selection import respond
+
+__all__ = ["DEFAULT_PATH", "DocumentStore"]
+
+logger = logging.getLogger(__name__)
+
+MAX_LIMIT = 1000
+MAX_OFFSET = 10_000
+MAX_TOKENS = 1_000_000
+MAX_QUERY_CHARS = 10_000
+MAX_FILE_BYTES = 4 * 1024 * 1024
+
+Progress = Callable[[int, int, str], None]
+Refuse = Callable[[Path], str | None]
+
+
+def _check_int(name: str, value: Any, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        msg = f"{name} must be an int, got {value!r}"
+        raise StoreError(msg)
+    if not low <= value <= high:
+        msg = f"{name} must be between {low:,} and {high:,}, got {value:,}"
+        raise StoreError(msg)
+    return value
+
+
+class DocumentStore:
+    """Budgeted search over your files, kept in a Chroma collection.
+
+    Setup:
+        `pip install ragbudget-server` (the store, the CLI and the MCP server).
+
+    Key init args:
+        path: folder of the embedded Chroma database (default `.ragbudget`).
+        server: a Chroma server URL instead, e.g. `"http://localhost:8000"` (not with `path`).
+        collection: collection name (default `"documents"`).
+        embedding: `"hashing"` (default: offline, deterministic, lexical), `"minilm"` (Chroma's
+            own ONNX model, downloaded once) or any embedding function name Chroma knows. `None`
+            takes whatever an existing collection was built with. Opening a collection with
+            another embedding than its own is an error.
+        counter: the token counter chunk sizes and stored counts use (any `get_counter` spec);
+            by default the one the collection was built with, else the estimate.
+        connect_timeout, read_timeout: seconds to wait for a Chroma server to accept a
+            connection (10) and for the next bytes of each answer (30); a server that does not
+            answer in time is a StoreError naming it. Unused by an embedded store.
+
+    Instantiate:
+        >>> store = DocumentStore(path=".ragbudget")  # doctest: +SKIP
+
+    Use:
+        >>> report = store.ingest(["src/", "README.md"])  # doctest: +SKIP
+        >>> page = store.search("how are retries configured", max_tokens=4000)  # doctest: +SKIP
+        >>> print(page.to_text())  # at most 4,000 tokens, notice included  # doctest: +SKIP
+        >>> more = store.search("retries", offset=page.next_offset)  # doctest: +SKIP
+        >>> store.read(page.results[0].source, offset=1, max_tokens=2000)  # doctest: +SKIP
+
+    Ingesting again writes nothing for unchanged files; a changed file's chunks are replaced;
+    `prune=True` removes the chunks of files that are gone. An ingest killed midway and run again
+    ends exactly as an uninterrupted one.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = DEFAULT_PATH,
+        server: str | None = None,
+        collection: str = "documents",
+        embedding: str | None = "hashing",
+        counter: CounterSpec = None,
+        *,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        read_timeout: float = DEFAULT_READ_TIMEOUT,
+    ) -> None:
+        self._backend = ChromaBackend(
+            path, server, collection, embedding, counter,
+            connect_timeout=connect_timeout, read_timeout=read_timeout,
+        )  # fmt: skip
+        b = self._backend
+        with server_errors(b.server, b.connect_timeout, b.read_timeout):
+            b.open(create=False)  # an existing collection's embedding is checked now
+        self._sources: list[str] | None = None  # cached for suffix look-ups in read()
+
+    @property
+    def collection(self) -> Any:
+        """The chromadb Collection (StoreError if nothing was ingested into it yet)."""
+        return self._backend.require()
+
+    @property
+    def counter(self) -> TokenCounter:
+        """The token counter chunk sizes and stored token counts use."""
+        return self._backend.counter
+
+    def close(self) -> None:
+        """Release the Chroma client (the store opens it again when used afterwards)."""
+        self._backend.close()
+
+    def __enter__(self) -> DocumentStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        b = self._backend
+        where = f"server={b.server!r}" if b.server else f"path={str(b.path)!r}"
+        return f"DocumentStore({where}, collection={b.name!r})"
+
+    # -- reading the collection ---------------------------------------------------------------
+
+    @guarded
+    @live.reads
+    def sources(self) -> list[str]:
+        """Every stored document's source path, sorted."""
+        found = sorted({str(m["source"]) for _, m in self._backend.metadatas() if "source" in m})
+        self._sources = found
+        return found
+
+    def _fetch(self, source: str) -> tuple[str, list[tuple[str, dict[str, Any]]]]:
+        """A document's chunks, by its stored path, its path from here, or a unique suffix."""
+        if not isinstance(source, str) or not source.strip():
+            msg = f"source must be a stored document's path, got {shown(source)}"
+            raise StoreError(msg)
+        collection = self._backend.require()
+
+        def get(candidate: str) -> list[tuple[str, dict[str, Any]]]:
+            got = collection.get(where={"source": candidate}, include=["documents", "metadatas"])
+            return [
+                (doc or "", dict(meta or {}))
+                for doc, meta in zip(got["documents"], got["metadatas"], strict=True)
+            ]
+
+        for candidate in dict.fromkeys([source, user_path("source", source).as_posix()]):
+            if records := get(candidate):
+                return candidate, records
+        tail = "/" + source.strip().lstrip("./").replace(os.sep, "/")
+        for refresh in (False, True):  # the cached list first, then the collection's own
+            known = self.sources() if refresh or self._sources is None else self._sources
+            matches = [s for s in known if s.endswith(tail)]
+            if len(matches) == 1 and (records := get(matches[0])):
+                return matches[0], records
+            if len(matches) > 1 and refresh:
+                listed = ", ".join(matches[:5]) + (", ..." if len(matches) > 5 else "")
+                msg = (
+                    f"source {shown(source)} is ambiguous: it matches {listed}; give the full path"
+                )
+                raise StoreError(msg)
+        msg = (
+            f"unknown source {shown(source)}: no such document in collection "
+            f"{self._backend.name!r}; search first and pass a result's source"
+        )
+        raise StoreError(msg)
+
+    # -- ingest ---------------------------------------------------------------------------------
+
+    @guarded
+    @live.writes
+    def ingest(
+        self,
+        paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+        *,
+        chunk_tokens: int = 512,
+        overlap: int = 64,
+        prune: bool = False,
+        on_progress: Progress | None = None,
+        max_file_bytes: int = MAX_FILE_BYTES,
+        batch_size: int = 256,
+        refuse: Refuse | None = None,
+    ) -> IngestReport:
+        """Chunk and store the text and code files under `paths`; see the class docstring.
+
+        `on_progress(done_files, total_files, current_path)` is called after each file.
+        `refuse(path)` may return why a file found must be left out (the MCP server's rule for
+        hard links); such a file is skipped like an empty or binary one. A file that is left
+        out but has chunks stored from an earlier ingest loses them (`files_removed` says so),
+        so a search never returns text the file no longer holds.
+        """
+        roots = self._check_roots(paths)
+        _check_int("chunk_tokens", chunk_tokens, 16, 100_000)
+        _check_int("overlap", overlap, 0, chunk_tokens - 1)
+        _check_int("max_file_bytes", max_file_bytes, 1, 1 << 31)
+        _check_int("batch_size", batch_size, 1, 5000)
+        b = self._backend
+        exclude = b.path.resolve() if b.path is not None else None
+        candidates = list(walk(roots, exclude=exclude))
+        collection = b.open(create=True)
+        b.record_counter()
+        recipe = f"{_ingest.RECIPE_VERSION}:{chunk_tokens}:{overlap}:{self._backend.counter.name}"
+        report = IngestReport(files_seen=len(candidates))
+        writer = _ingest.Writer(collection, b.embed, batch_size)
+        kept: set[str] = set()
+        total = len(candidates)
+        for start in range(0, total, 64):
+            group = candidates[start : start + 64]
+            held = self._held([c.path.as_posix() for c in group])
+            for i, candidate in enumerate(group, start=start + 1):
+                source = candidate.path.as_posix()
+                existing = held.get(source, {})
+                try:
+                    reason = refuse(candidate.path) if refuse is not None else None
+                    text, data, reason = (
+                        (None, None, reason)
+                        if reason is not None
+                        else read_text(candidate.path, max_file_bytes)
+                    )
+                except OSError as exc:
+                    report.errors.append(FileProblem(path=source, reason=str(exc)))
+                    kept.add(source)  # unreadable now is not gone: never pruned
+                    text = data = reason = None
+                if reason is not None:
+                    report.files_skipped.append(FileProblem(path=source, reason=reason))
+                    if existing:  # indexed before, unindexable now: its old text must go
+                        writer.push(_ingest.FilePlan(source, delete=sorted(existing)))
+                        removed = f"{reason}; its {len(existing)} stored chunks were removed"
+                        report.files_removed.append(FileProblem(path=source, reason=removed))
+                elif text is not None and data is not None:
+                    kept.add(source)
+                    fhash = _ingest.file_hash(data, recipe)
+                    if _ingest.is_complete(existing, fhash):
+                        report.files_unchanged += 1
+                    else:
+                        records = _ingest.plan_records(
+                            source, text, fhash,
+                            chunk_tokens=chunk_tokens, overlap=overlap, counter=b.counter,
+                        )  # fmt: skip
+                        writer.push(_ingest.plan_file(source, records, existing))
+                        report.files_ingested += 1
+                if on_progress is not None:
+                    on_progress(i, total, source)
+        writer.flush()
+        self._sources = None
+        report.chunks_added, report.chunks_deleted = writer.added, writer.deleted
+        if prune:
+            report.sources_pruned, pruned_chunks = self._prune(roots, kept)
+            report.chunks_deleted += pruned_chunks
+        logger.info(
+            "ingested %d files (%d unchanged, %d skipped): %d chunks added, %d deleted",
+            report.files_ingested, report.files_unchanged, len(report.files_skipped),
+            report.chunks_added, report.chunks_deleted,
+        )  # fmt: skip
+        return report
+
+    def _check_roots(self, paths: Any) -> list[Path]:
+        if isinstance(paths, str | os.PathLike):
+            paths = [paths]
+        if not isinstance(paths, Sequence) or not paths:
+            msg = f"paths must name at least one file or folder, got {shown(paths)}"
+            raise StoreError(msg)
+        roots = []
+        for p in paths:
+            if not isinstance(p, str | os.PathLike) or not os.fspath(p):
+                msg = f"paths must be file or folder paths, got {shown(p)}"
+                raise StoreError(msg)
+            root = user_path("paths", os.fspath(p))
+            if not root.exists():
+                msg = f"path does not exist: {shown(os.fspath(p))}"
+                raise StoreError(msg)
+            roots.append(root)
+        return roots
+
+    def _held(self, sources: list[str]) -> dict[str, dict[str, dict[str, Any]]]:
+        """What the collection holds for each of `sources`: id -> metadata."""
+        held: dict[str, dict[str, dict[str, Any]]] = {}
+        for id_, meta in self._backend.metadatas({"source": {"$in": sources}}):
+            held.setdefault(str(meta.get("source")), {})[id_] = meta
+        return held
+
+    def _prune(self, roots: list[Path], kept: set[str]) -> tuple[int, int]:
+        """Delete the chunks of documents under `roots` whose file was not found this time."""
+        prefixes = [r.as_posix() for r in roots]
+        gone: dict[str, list[str]] = {}
+        for id_, meta in self._backend.metadatas():
+            source = str(meta.get("source", ""))
+            under = any(source == p or source.startswith(p.rstrip("/") + "/") for p in prefixes)
+            if under and source not in kept:
+                gone.setdefault(source, []).append(id_)
+        ids = [i for group in gone.values() for i in group]
+        for i in range(0, len(ids), 1000):
+            self._backend.require().delete(ids=ids[i : i + 1000])
+        return len(gone), len(ids)
+
+    # -- search and read ------------------------------------------------------------------------
+
+    @guarded
+    @live.reads
+    def search(
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        max_tokens: int = 8192,
+        offset: int = 0,
+        concise: bool = False,
+        file_type: str | None = None,
+        directory: str | None = None,
+        counter: CounterSpec = None,
+        format: Format = "text",
+        offset_hint: str = "offset={offset}",
+        evidence: bool = True,
+        max_per_source: int | None = None,
+    ) -> SearchResponse:
+        """The best-ranked chunks for `query` whose rendered response fits `max_tokens`.
+
+        `offset` skips that many ranked results (continue with the response's `next_offset`);
+        `limit` caps the results per page; `concise` returns short snippets and fewer fields;
+        `file_type` ("py", "md", ...) and `directory` filter by file. `format` is how the
+        answer renders (`to_text()`): "text" (results verbatim under one-line headers) or
+        "json"; the budget holds for that rendering. `offset_hint` is how notices name the
+        continuation (`--offset {offset}` for a shell).
+
+        `evidence` (the default) spends the budget on distinct evidence: adjacent chunks of a
+        file merge into one span, duplicates leave, and when the budget cannot hold the results
+        it should show, each gets a fair share and a long one shows its lines that best match
+        the query (see `ragbudget_server.store.selection`); False: the plain ranked prefix of whole
+        chunks. `max_per_source` caps the results per file (with `evidence`).
+        """
+        if not isinstance(query, str) or not query.strip():
+            msg = f"query must be a non-empty string, got {shown(query)}"
+            raise StoreError(msg)
+        if len(query) > MAX_QUERY_CHARS:
+            msg = f"query is {len(query):,} characters; the most is {MAX_QUERY_CHARS:,}"
+            raise StoreError(msg)
+        _check_int("limit", limit, 1, MAX_LIMIT)
+        _check_int("max_tokens", max_tokens, 1, MAX_TOKENS)
+        _check_int("offset", offset, 0, MAX_OFFSET)
+        rendering = Rendering.of(format, offset_hint)
+        tc = self._backend.counter if counter is None else get_counter(counter)
+        where = self._where(file_type, directory)
+        collection = self._backend.require()
+        total = self._total(collection, where)
+        if offset and offset >= total:
+            msg = f"offset {offset} is past the end: {total} results match"
+            raise StoreError(msg)
+        hits: list[Hit] = []
+        n = min(offset + limit, total)
+        if n > offset:
+            ranked = self._ranked(collection, query, n, where)
+            hits = fetch_ranked(
+                ranked[offset:],
+                functools.partial(self._records, collection),
+                max_tokens=max_tokens,
+                concise=bool(concise) or bool(evidence),
+            )
+        return respond(
+            hits, query=query, offset=offset, total_count=total, max_tokens=max_tokens,
+            counter=tc, concise=bool(concise), rendering=rendering, evidence=bool(evidence),
+            max_per_source=max_per_source,
+        )  # fmt: skip
+
+    @staticmethod
+    def _total(collection: Any, where: dict[str, Any] | None) -> int:
+        """How many chunks match the filters."""
+        if where is None:
+            return int(collection.count())
+        return len(collection.get(where=where, include=[])["ids"])
+
+    def _ranked(
+        self, collection: Any, query: str, n: int, where: dict[str, Any] | None
+    ) -> list[tuple[str, float]]:
+        """The `n` best `(id, distance)` pairs for `query` (ids and distances only)."""
+        found = collection.query(
+            query_embeddings=self._backend.embed([query], query=True),
+            n_results=n,
+            where=where,
+            include=["distances"],
+        )
+        return list(zip(found["ids"][0], map(float, found["distances"][0]), strict=True))
+
+    @guarded
+    @live.reads
+    def candidates(
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        offset: int = 0,
+        file_type: str | None = None,
+        directory: str | None = None,
+    ) -> list[tuple[str, str, float, int | None]]:
+        """The ranked candidates a `search` with the same arguments budgets: `(id, source,
+        score, stored token count)` for ranks `offset` to `offset + limit`, for explaining
+        what a budget kept, cut and dropped (`ragbudget search --explain`)."""
+        _check_int("limit", limit, 1, MAX_LIMIT)
+        _check_int("offset", offset, 0, MAX_OFFSET)
+        collection = self._backend.require()
+        where = self._where(file_type, directory)
+        total = self._total(collection, where)
+        n = min(offset + limit, total)
+        if n <= offset:
+            return []
+        ranked = self._ranked(collection, query, n, where)[offset:]
+        records = self._records(collection, [i for i, _ in ranked])
+        metas = [(i, d, records[i][1]) for i, d in ranked if i in records]
+        return [(i, str(m["source"]), round(1.0 - d, 4),
+                 m["tokens"] if isinstance(m.get("tokens"), int) else None)
+                for i, d, m in metas]  # fmt: skip
+
+    @staticmethod
+    def _records(collection: Any, ids: list[str]) -> dict[str, tuple[str, dict[str, Any]]]:
+        """{id: (document, metadata)} of the records among `ids` that exist."""
+        got = collection.get(ids=ids, include=["documents", "metadatas"])
+        rows = zip(got["ids"], got["documents"] or [], got["metadatas"] or [], strict=True)
+        return {i: (d or "", dict(m or {})) for i, d, m in rows}
+
+    def _where(self, file_type: str | None, directory: str | None) -> dict[str, Any] | None:
+        clauses: list[dict[str, Any]] = []
+        if file_type is not None:
+            if not isinstance(file_type, str) or not file_type.strip(". "):
+                msg = f"file_type must be an extension such as 'py' or 'md', got {shown(file_type)}"
+                raise StoreError(msg)
+            clauses.append({"file_type": file_type.strip(". ").lower()})
+        if directory is not None:
+            if not isinstance(directory, str) or not directory.strip():
+                msg = f"directory must be a folder path, got {shown(directory)}"
+                raise StoreError(msg)
+            folder = user_path("directory", directory).as_posix()
+            clauses.append({"dirs": {"$contains": folder}})
+        if not clauses:
+            return None
+        return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+    @guarded
+    @live.reads
+    def read(
+        self,
+        source: str,
+        *,
+        offset: int = 1,
+        limit: int | None = None,
+        max_tokens: int = 8192,
+        counter: CounterSpec = None,
+        char_offset: int = 0,
+        format: Format = "text",
+        offset_hint: str = "offset={offset}",
+    ) -> ReadResponse:
+        """A stored document's lines from `offset` (1-based), at most `limit` of them, with a
+        rendered response within `max_tokens` and a notice saying how to continue (`format`
+        and `offset_hint` as for `search`).
+
+        A line alone over the budget comes in parts: continue with the response's
+        `next_offset` and `next_char_offset` (as `offset` and `char_offset`)."""
+        rendering = Rendering.of(format, offset_hint)
+        _check_int("offset", offset, 1, 1 << 31)
+        _check_int("char_offset", char_offset, 0, 1 << 31)
+        if limit is not None:
+            _check_int("limit", limit, 1, 1 << 31)
+        _check_int("max_tokens", max_tokens, 1, MAX_TOKENS)
+        tc = self._backend.counter if counter is None else get_counter(counter)
+        resolved, records = self._fetch(source)
+        text = rebuild_text(records)
+        return budget_read(
+            resolved, text, offset=offset, limit=limit, max_tokens=max_tokens, counter=tc,
+            char_offset=char_offset, rendering=rendering,
+        )  # fmt: skip
+
+    @guarded
+    @live.reads
+    def stats(self) -> StoreStats:
+        """How many documents and chunks the collection holds, and how it was built."""
+        b = self._backend
+        collection = self._backend.require()
+        sources = {str(m.get("source")) for _, m in self._backend.metadatas()}
+        return StoreStats(
+            collection=self._backend.name,
+            documents=len(sources),
+            chunks=collection.count(),
+            embedding=embedding_label(b.ef.name()) if b.ef is not None else "unknown",
+            counter=self._backend.counter.name,
+            path=str(b.path.resolve()) if b.path is not None else None,
+            server=b.server,
+        )

@@ -1,0 +1,118 @@
+"""The middleware's guarantees on random results, by the exact counter (tiktoken cl100k).
+
+For any text or JSON result over the budget: every text the model sees (the first page and
+each `more` page) counts at most the budget; every JSON text parses; structured content that
+mirrors the text is the shown value; the pages joined give back the whole result.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from fastmcp.tools import ToolResult
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from mcp_types import TextContent
+from middleware_helpers import next_call, texts
+from ragbudget import TokenCounter
+from ragbudget.middleware import TokenBudgetMiddleware
+from ragbudget.middleware.json_trim import dumps
+from ragbudget.middleware.paging import join_pages
+
+WORDS = st.text(
+    alphabet=st.sampled_from(list('abcdefghij klmnop.,:;é中🙂\n\t"\\{}[]')), max_size=1200
+)
+SCALARS = st.none() | st.booleans() | st.integers(-(10**12), 10**12) | WORDS
+JSON = st.recursive(
+    SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=40)
+        | st.dictionaries(st.text(alphabet="abcxyz_", max_size=6), inner, max_size=6)
+    ),
+    max_leaves=100,
+)
+LISTS = st.builds(
+    lambda items, times: items * times, st.lists(JSON, min_size=1, max_size=20), st.integers(1, 40)
+)
+RESULTS = LISTS | st.dictionaries(
+    st.text(alphabet="abcxyz_", max_size=6), LISTS | JSON, min_size=1, max_size=5
+)
+"""What tools return: a list, or an object, of random JSON values (repeated to be long)."""
+TEXTS = st.builds(
+    lambda lines, times: "\n".join(lines * times),
+    st.lists(WORDS, min_size=1, max_size=30),
+    st.integers(1, 60),
+)
+BUDGETS = st.integers(min_value=128, max_value=500)
+pytestmark = pytest.mark.filterwarnings("ignore::hypothesis.errors.HypothesisWarning")
+"""Hypothesis warns when a failing example is large to print; the failure is what matters."""
+
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _visible(result: ToolResult, counter: TokenCounter) -> int:
+    return sum(
+        counter.count(block.text) for block in result.content if isinstance(block, TextContent)
+    )
+
+
+def _walk(middleware: TokenBudgetMiddleware, first: ToolResult, counter: TokenCounter) -> list[str]:
+    """Every continuation page body, each checked within the budget."""
+    call = next_call(texts(first)[-1])
+    assert call is not None
+    bodies = []
+    while call is not None:
+        page = middleware.page(*call)
+        assert _visible(page, counter) <= middleware.max_tokens
+        body, notice = texts(page)
+        bodies.append(body)
+        call = next_call(notice)
+    return bodies
+
+
+@SETTINGS
+@given(value=RESULTS, budget=BUDGETS)
+def test_json_results(value: Any, budget: int, exact_counter: TokenCounter) -> None:
+    structured = value if isinstance(value, dict) else {"result": value}
+    result = ToolResult(
+        content=[TextContent(type="text", text=dumps(value))], structured_content=structured
+    )
+    middleware = TokenBudgetMiddleware(budget, counter=exact_counter)
+    if middleware.guard.within(result, budget):
+        return
+    cut = middleware.guard.cut(result, budget, "random", None).result
+    assert _visible(cut, exact_counter) <= budget
+    shown = json.loads(texts(cut)[0])
+    assert cut.structured_content == (shown if isinstance(value, dict) else {"result": shown})
+    pages = [json.loads(body) for body in _walk(middleware, cut, exact_counter)]
+    assert join_pages(shown, pages) == value
+
+
+@SETTINGS
+@given(text=TEXTS, budget=BUDGETS)
+def test_text_results(text: str, budget: int, exact_counter: TokenCounter) -> None:
+    result = ToolResult(content=[TextContent(type="text", text=text)])
+    middleware = TokenBudgetMiddleware(budget, counter=exact_counter)
+    if middleware.guard.within(result, budget):
+        return
+    cut = middleware.guard.cut(result, budget, "random", None).result
+    assert _visible(cut, exact_counter) <= budget
+    first = texts(cut)[0]
+    assert text.startswith(first)
+    if "\n" in text[: len(first)]:  # a line boundary was there to cut at
+        assert first.endswith("\n") or first == text
+    assert "".join([first, *_walk(middleware, cut, exact_counter)]) == text
+
+
+@pytest.mark.parametrize("blocks", [2, 5])
+def test_several_text_blocks_count_together(blocks: int, exact_counter: TokenCounter) -> None:
+    part = "".join(f"line {i} of a block\n" for i in range(400))
+    result = ToolResult(content=[TextContent(type="text", text=part) for _ in range(blocks)])
+    middleware = TokenBudgetMiddleware(1000, counter=exact_counter)
+    assert not middleware.guard.within(result, 1000)
+    cut = middleware.guard.cut(result, 1000, "blocks", None).result
+    assert _visible(cut, exact_counter) <= 1000
+    whole = "".join([texts(cut)[0], *_walk(middleware, cut, exact_counter)])
+    assert whole == "\n\n".join([part] * blocks)

@@ -1,0 +1,93 @@
+"""Result shapes the third party's server does not return: the guard called directly."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastmcp.tools import ToolResult
+from mcp_types import EmbeddedResource, TextContent, TextResourceContents
+from middleware_helpers import next_call, texts
+from ragbudget import TokenCounter
+from ragbudget.middleware import TokenBudgetMiddleware
+from ragbudget.middleware.json_trim import dumps
+from ragbudget.middleware.paging import join_pages
+
+LINES = "".join(f"row {i}: value {i * 7}\n" for i in range(3000))
+
+
+def _pages(
+    middleware: TokenBudgetMiddleware, first: ToolResult, counter: TokenCounter
+) -> list[str]:
+    call, bodies = next_call(texts(first)[-1]), []
+    while call is not None:
+        page = middleware.page(*call)
+        assert sum(counter.count(text) for text in texts(page)) <= middleware.max_tokens
+        body, notice = texts(page)
+        bodies.append(body)
+        call = next_call(notice)
+    return bodies
+
+
+def test_structured_content_of_its_own_is_shortened_when_over(
+    exact_counter: TokenCounter,
+) -> None:
+    structured = {"rows": [{"n": i, "label": f"row {i}"} for i in range(3000)], "total": 3000}
+    result = ToolResult(
+        content=[TextContent(type="text", text=LINES)], structured_content=structured
+    )
+    middleware = TokenBudgetMiddleware(600, counter=exact_counter)
+    cut = middleware.guard.cut(result, 600, "rows", None).result
+    assert cut.structured_content is not None
+    kept = cut.structured_content["rows"]
+    assert cut.structured_content["total"] == 3000 and kept == structured["rows"][: len(kept)]
+    assert exact_counter.count(dumps(cut.structured_content)) <= 600
+    assert (
+        f"Structured content shortened ($.rows: kept {len(kept):,} of 3,000 items)"
+        in (texts(cut)[-1])
+    )
+
+
+def test_small_structured_content_of_its_own_is_kept(exact_counter: TokenCounter) -> None:
+    result = ToolResult(
+        content=[TextContent(type="text", text=LINES)], structured_content={"lines": 3000}
+    )
+    cut = TokenBudgetMiddleware(600, counter=exact_counter).guard.cut(result, 600, "t", None)
+    assert cut.result.structured_content == {"lines": 3000}
+
+
+def test_an_error_result_stays_an_error(exact_counter: TokenCounter) -> None:
+    result = ToolResult(content=[TextContent(type="text", text=LINES)], is_error=True)
+    cut = TokenBudgetMiddleware(600, counter=exact_counter).guard.cut(result, 600, "t", None)
+    assert cut.result.is_error
+    assert LINES.startswith(texts(cut.result)[0])
+
+
+def test_a_large_embedded_resource_is_replaced_by_a_note(exact_counter: TokenCounter) -> None:
+    resource = EmbeddedResource(
+        type="resource",
+        resource=TextResourceContents(uri="file:///big.txt", mime_type="text/plain", text=LINES),
+    )
+    result = ToolResult(content=[TextContent(type="text", text="see attached"), resource])
+    middleware = TokenBudgetMiddleware(600, counter=exact_counter)
+    assert not middleware.guard.within(result, 600)
+    cut = middleware.guard.cut(result, 600, "t", None).result
+    assert texts(cut)[0] == "see attached"
+    assert "embedded resource file:///big.txt" in texts(cut)[1]
+    assert len(cut.content) == 2
+
+
+def test_items_each_over_a_page_are_shortened_and_still_join_back(
+    exact_counter: TokenCounter,
+) -> None:
+    value: list[Any] = [{"name": f"doc {i}", "body": LINES} for i in range(3)]
+    result = ToolResult(
+        content=[TextContent(type="text", text=dumps(value))], structured_content={"result": value}
+    )
+    middleware = TokenBudgetMiddleware(800, counter=exact_counter)
+    cut = middleware.guard.cut(result, 800, "docs", None).result
+    first = json.loads(texts(cut)[0])
+    assert first[0]["name"] == "doc 0" and LINES.startswith(first[0]["body"])
+    assert first[0]["body"].endswith("\n")  # strings inside JSON are cut after a line too
+    pages = [json.loads(body) for body in _pages(middleware, cut, exact_counter)]
+    assert join_pages(first, pages) == value

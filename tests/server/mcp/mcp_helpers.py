@@ -1,0 +1,67 @@
+"""Helpers for tests/server/mcp: what a client actually received, and how to launch the server."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+from mcp_types import TextContent
+from processes import http_process
+from ragbudget import TokenCounter
+
+COUNTER_SPEC = "tiktoken:cl100k_base"
+"""The exact counter every test server measures budgets with."""
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw-test", "version": "0"},
+    },
+}
+"""A raw JSON-RPC `initialize` request, as a client's first message."""
+
+HEADERS = {"Accept": "application/json, text/event-stream"}
+"""What a streamable HTTP client must accept."""
+
+
+def text_blocks(result: Any) -> list[str]:
+    """The text content blocks of a tool result, in order (what the model reads)."""
+    blocks = []
+    for block in result.content:
+        assert isinstance(block, TextContent), f"unexpected content block {block!r}"
+        blocks.append(block.text)
+    return blocks
+
+
+def visible_tokens(result: Any, counter: TokenCounter) -> int:
+    """Tokens of every text block a client got, counted one by one and summed."""
+    return sum(counter.count(text) for text in text_blocks(result))
+
+
+def serve_command() -> list[str]:
+    """`ragbudget serve` as installed (the console script next to this interpreter)."""
+    script = Path(sys.executable).with_name("ragbudget")
+    if script.exists():
+        return [str(script), "serve"]
+    return [sys.executable, "-m", "ragbudget_server.mcp", "serve"]  # pragma: no cover
+
+
+@contextmanager
+def http_server(
+    args: list[str], env: dict[str, str], stderr: IO[bytes] | int = subprocess.PIPE
+) -> Iterator[str]:
+    """`ragbudget serve --transport http ARGS` on a free loopback port: yields its /mcp URL."""
+    with http_process(
+        lambda port: [*serve_command(), *args, "--transport", "http", "--port", str(port)],
+        env,
+        stderr,
+    ) as url:
+        yield url

@@ -1,0 +1,99 @@
+"""`ragbudget serve` at its defaults: safe under Claude Code's limit, one counter per store.
+
+The store is built as a new user builds it (the default estimate counter, the offline
+embedding) over string-heavy code, the stdlib's `pydoc_data/topics.py`, where the estimate
+under-counts JSON-escaped text the most. Whatever `max_tokens` is asked, in either format, the
+model-visible text stays at most 14,500 tokens by exact cl100k and o200k: Claude Code's
+25,000-token limit over ~1.7, the largest published inflation of Claude's tokenizers.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastmcp import Client
+from mcp_helpers import text_blocks
+from ragbudget import get_counter
+from ragbudget.counters import CLAUDE_FACTOR, ScaledCounter
+from ragbudget_server.mcp import ServerSettings, create_server
+from ragbudget_server.mcp.settings import server_counter
+from ragbudget_server.store import DocumentStore, SearchResponse
+
+
+@pytest.fixture(scope="module")
+def default_db(stdlib: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    db = tmp_path_factory.mktemp("defaults") / "db"
+    store = DocumentStore(path=db)  # the defaults: estimate counter, hashing embedding
+    store.ingest([stdlib / "pydoc_data" / "topics.py", stdlib / "json"])
+    store.close()
+    return db
+
+
+async def _call(db: Path, tool: str, args: dict[str, Any], **settings: Any) -> Any:
+    async with Client(create_server(ServerSettings(db=db, **settings))) as client:
+        return await client.call_tool_mcp(tool, args)
+
+
+@pytest.mark.parametrize("format", ["text", "json"])
+@pytest.mark.parametrize("tool", ["search", "read_document"])
+async def test_any_ask_stays_under_claude_codes_limit(
+    default_db: Path, stdlib: Path, tool: str, format: str
+) -> None:
+    args: dict[str, Any] = {"max_tokens": 1_000_000, "format": format}
+    if tool == "search":
+        args |= {"query": "string literal escape sequences", "limit": 200}
+    else:
+        args |= {"source": str(stdlib / "pydoc_data" / "topics.py")}
+    result = await _call(default_db, tool, args)
+    assert not result.is_error, text_blocks(result)
+    visible = "\n".join(text_blocks(result))
+    for encoding in ("tiktoken:cl100k_base", "tiktoken:o200k_base"):
+        assert get_counter(encoding).count(visible) <= 14_500, encoding
+    assert "clamped to 14,500 tokens" in visible
+
+
+async def test_serve_counts_with_the_stores_own_counter(
+    stdlib: Path, tmp_path: Path, default_db: Path
+) -> None:
+    db = tmp_path / "chars"
+    DocumentStore(path=db, counter="chars:4").ingest([stdlib / "json" / "tool.py"])
+    async with Client(create_server(ServerSettings(db=db))) as client:
+        stats = (await client.call_tool("stats")).structured_content
+    assert stats is not None
+    assert stats["store"]["counter"] == "chars:4"
+    assert stats["counter"] == "chars:4+10%"  # an estimate: the server's margin on top
+    assert stats["max_tokens_ceiling"] == 14_500
+    # With the claude preset, budgets are in Claude tokens: Claude Code's own 25,000.
+    async with Client(create_server(ServerSettings(db=default_db, counter="claude"))) as client:
+        stats = (await client.call_tool("stats")).structured_content
+    assert stats is not None
+    assert (stats["counter"], stats["max_tokens_ceiling"]) == ("claude+10%", 25_000)
+
+
+def test_claude_preset_scales_the_estimate() -> None:
+    claude, estimate = get_counter("claude"), get_counter("estimate")
+    assert isinstance(claude, ScaledCounter) and not claude.exact
+    for text in ("def f(x):\n    return x\n", "naïve café " * 40, "漢字かな交じり文" * 10, ""):
+        assert claude.count(text) == math.ceil(estimate.count(text) * CLAUDE_FACTOR)
+    with pytest.raises(ValueError, match="factor"):
+        ScaledCounter(estimate, 0.5, "half")
+
+
+async def test_text_answers_carry_results_verbatim_and_structured_content_in_full(
+    default_db: Path,
+) -> None:
+    args = {"query": "operator precedence", "max_tokens": 1500, "limit": 20}
+    result = await _call(default_db, "search", args)
+    (text,) = text_blocks(result)
+    response = SearchResponse.model_validate(result.structured_content)
+    assert response.results and response.format == "text"
+    for r in response.results:
+        assert r.text in text  # verbatim, not JSON-escaped
+        assert f":{r.start_line}-{r.end_line}" in text
+    assert response.counter == "estimate+10%"
+    assert response.used_tokens == server_counter(get_counter("estimate")).count(text)
+    assert text.count(response.notice or "@@") <= 1  # the notice once
+    assert "offset=" in text and "--offset" not in text

@@ -1,0 +1,106 @@
+"""`ragbudget serve` as a child process over stdio, the way desktop clients launch it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from fastmcp import Client
+from fastmcp.client.transports import StdioTransport
+from mcp_helpers import (
+    COUNTER_SPEC,
+    INITIALIZE,
+    serve_command,
+    text_blocks,
+    visible_tokens,
+)
+from processes import server_env
+from ragbudget import TokenCounter
+from ragbudget_server.store import DocumentStore, SearchResponse
+
+
+async def test_real_client_over_stdio(
+    shared_store: DocumentStore, store_dir: Path, exact_counter: TokenCounter, tmp_path: Path
+) -> None:
+    command = serve_command()
+    transport = StdioTransport(
+        command=command[0],
+        args=[*command[1:], "--db", str(store_dir), "--counter", COUNTER_SPEC],
+        env=server_env(),
+        keep_alive=False,
+        log_file=tmp_path / "stderr.log",
+    )
+    async with Client(transport) as client:
+        names = {tool.name for tool in await client.list_tools()}
+        result = await client.call_tool_mcp(
+            "search", {"query": "string formatting operations", "limit": 40, "max_tokens": 700}
+        )
+    assert names == {"search", "read_document", "stats"}
+    assert not result.is_error
+    response = SearchResponse.model_validate(result.structured_content)
+    assert response.truncated
+    assert response.next_offset is not None
+    assert visible_tokens(result, exact_counter) <= 700
+    assert text_blocks(result) == [response.to_text()]
+    # At the default log level, stderr holds no DEBUG blocks (fastmcp's included).
+    assert "DEBUG" not in (tmp_path / "stderr.log").read_text(errors="replace")
+
+
+def _rpc(proc: subprocess.Popen[bytes], message: dict[str, Any]) -> None:
+    assert proc.stdin is not None
+    proc.stdin.write(json.dumps(message).encode() + b"\n")
+    proc.stdin.flush()
+
+
+def test_stdout_carries_only_protocol_messages(
+    shared_store: DocumentStore, store_dir: Path, tmp_path: Path
+) -> None:
+    """Every byte on stdout is a JSON-RPC message, even with DEBUG logging on (logs -> stderr)."""
+    args = ["--db", str(store_dir), "--counter", COUNTER_SPEC, "--log-level", "DEBUG"]
+    stderr_path = tmp_path / "stderr.log"
+    with stderr_path.open("wb") as stderr:  # a file, not a pipe: DEBUG logs cannot block it
+        proc = subprocess.Popen(
+            [*serve_command(), *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            env=server_env(),
+        )
+        try:
+            lines = _exchange(proc)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait(timeout=30)
+    messages = [json.loads(line) for line in lines if line.strip()]
+    assert all(message.get("jsonrpc") == "2.0" for message in messages), messages
+    response = next(m for m in messages if m.get("id") == 2)
+    assert response["result"]["isError"] is False
+    assert response["result"]["structuredContent"]["truncated"] is True
+    # the warning about the truncation travels as a protocol notification, never as raw text
+    assert any(m.get("method") == "notifications/message" for m in messages)
+    logs = stderr_path.read_text(errors="replace")
+    assert "DEBUG" in logs, "logs go to stderr"
+
+
+def _exchange(proc: subprocess.Popen[bytes]) -> list[bytes]:
+    """initialize, a search that truncates, then EOF: every line the server wrote to stdout."""
+    _rpc(proc, INITIALIZE)
+    _rpc(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    arguments = {"query": "json decoder", "limit": 30, "max_tokens": 400}
+    call = {"name": "search", "arguments": arguments}
+    _rpc(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call})
+    assert proc.stdout is not None
+    assert proc.stdin is not None
+    lines = []
+    while True:
+        line = proc.stdout.readline()
+        assert line, "the server closed stdout before answering"
+        lines.append(line)
+        if json.loads(line).get("id") == 2:
+            break
+    proc.stdin.close()  # EOF: a stdio server exits
+    lines.extend(proc.stdout.read().splitlines(keepends=True))
+    return lines

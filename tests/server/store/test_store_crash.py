@@ -1,0 +1,115 @@
+"""An ingest killed with SIGKILL midway, then run again, ends exactly as an uninterrupted one."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ragbudget_server.store import DocumentStore
+
+Snapshot = Callable[[DocumentStore], dict[str, tuple[Any, ...]]]
+
+# The child announces each Chroma write and then pauses inside the write sequence, so the
+# parent's SIGKILL lands between two writes of one batch: the worst moment.
+CHILD = """
+import sys, time
+from chromadb.api.models.Collection import Collection
+from ragbudget_server.store import DocumentStore
+
+def announce(name, real):
+    def wrapper(self, *args, **kwargs):
+        result = real(self, *args, **kwargs)
+        print(name, flush=True)
+        time.sleep(float(sys.argv[3]))
+        return result
+    return wrapper
+
+for name in ("add", "update", "delete"):
+    setattr(Collection, name, announce(name, getattr(Collection, name)))
+DocumentStore(path=sys.argv[1]).ingest([sys.argv[2]], batch_size=7)
+print("finished", flush=True)
+"""
+
+
+FILES = ("utils.py", "charset.py", "parser.py", "header.py", "feedparser.py", "base64mime.py")
+
+
+def _run_child(db: Path, corpus: Path, *, kill_after: tuple[str, int] | None) -> int:
+    pause = "0.5" if kill_after else "0"
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(db), str(corpus), pause],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert child.stdout is not None
+    seen = 0
+    for line in child.stdout:
+        if kill_after and line.strip() == kill_after[0]:
+            seen += 1
+            if seen == kill_after[1]:
+                child.send_signal(signal.SIGKILL)
+                break
+    return child.wait(timeout=300)
+
+
+def _edit(corpus: Path) -> None:
+    """Change three files: one grows, one shrinks, one has a line renamed."""
+    grow, shrink, rename = corpus / "utils.py", corpus / "charset.py", corpus / "parser.py"
+    grow.write_text(grow.read_text() + "\n\ndef added_helper():\n    return 'new'\n" * 40)
+    lines = shrink.read_text().splitlines(keepends=True)
+    shrink.write_text("".join(lines[: len(lines) // 2]))
+    rename.write_text(rename.read_text().replace("class Parser", "class RenamedParser"))
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
+@pytest.mark.parametrize(
+    ("scenario", "kill_after"),
+    [
+        ("fresh", ("add", 6)),  # midway through adding a file's chunks
+        ("changed", ("add", 1)),  # new chunks added, stale ones not yet deleted
+        ("changed", ("update", 1)),  # kept chunks half re-labelled
+    ],
+)
+def test_sigkill_midway_then_rerun_equals_uninterrupted(
+    tmp_path: Path,
+    stdlib: Path,
+    snapshot: Snapshot,
+    scenario: str,
+    kill_after: tuple[str, int],
+) -> None:
+    corpus = tmp_path / "email"
+    corpus.mkdir()
+    for name in FILES:
+        shutil.copy(stdlib / "email" / name, corpus / name)
+    killed_db, clean_db = tmp_path / "killed", tmp_path / "clean"
+    if scenario == "changed":
+        assert _run_child(killed_db, corpus, kill_after=None) == 0
+        with DocumentStore(path=killed_db) as first:  # closed before another process writes
+            before = snapshot(first)
+        _edit(corpus)
+    assert _run_child(killed_db, corpus, kill_after=kill_after) == -signal.SIGKILL
+
+    clean = DocumentStore(path=clean_db)
+    report = clean.ingest([corpus])
+    want = snapshot(clean)
+    interrupted = DocumentStore(path=killed_db)
+    state = snapshot(interrupted)
+    assert state != want  # the kill did land midway ...
+    if scenario == "changed":
+        assert state != before  # ... after some of the changes were written
+
+    rerun = interrupted.ingest([corpus])
+    assert rerun.files_unchanged + rerun.files_ingested == report.files_ingested
+    assert rerun.files_unchanged > 0  # what was finished before the kill is not redone
+    assert snapshot(interrupted) == want
+    assert interrupted.ingest([corpus]).files_unchanged == report.files_ingested
+    query = "parse headers"
+    assert interrupted.search(query).to_text() == clean.search(query).to_text()
