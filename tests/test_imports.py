@@ -32,11 +32,12 @@ def test_all_names_exist(module: str) -> None:
 PINNED = {
     "ragbudget": [
         "BudgetResult", "CUT_MARKER", "CallableCounter", "CharsCounter", "Chunk", "CounterSpec",
-        "EstimateCounter", "Fitted", "HFCounter", "Order", "Oversize", "RagbudgetError",
-        "Strategy", "TextChunk", "TextTruncation", "TiktokenCounter", "TokenCounter",
-        "TruncationInfo", "chunk_text", "count_many", "cut_text", "cut_to_tokens", "fit",
-        "get_counter", "largest_prefix", "least_budget", "rank_chunks", "truncate_head",
-        "truncate_tail", "use_bundled_tiktoken_files",
+        "CutChunk", "EstimateCounter", "Fitted", "HFCounter", "Order", "Oversize",
+        "PartsCounter", "RagbudgetError", "RenderChunk", "Strategy", "TextChunk",
+        "TextTruncation", "TiktokenCounter", "TokenCounter", "TruncationInfo", "chunk_text",
+        "count_many", "cut_text", "cut_to_tokens", "fit", "get_counter", "largest_prefix",
+        "least_budget", "rank_chunks", "stated_count", "truncate_head", "truncate_tail",
+        "use_bundled_tiktoken_files", "with_marker",
     ],
     "ragbudget_server.store": [
         "DEFAULT_PATH", "DocumentStore", "FileProblem", "HashingEmbedding", "IngestReport",
