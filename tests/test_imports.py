@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -32,11 +34,12 @@ def test_all_names_exist(module: str) -> None:
 PINNED = {
     "ragbudget": [
         "BudgetResult", "CUT_MARKER", "CallableCounter", "CharsCounter", "Chunk", "CounterSpec",
-        "EstimateCounter", "Fitted", "HFCounter", "Order", "Oversize", "RagbudgetError",
-        "Strategy", "TextChunk", "TextTruncation", "TiktokenCounter", "TokenCounter",
-        "TruncationInfo", "chunk_text", "count_many", "cut_text", "cut_to_tokens", "fit",
-        "get_counter", "largest_prefix", "least_budget", "rank_chunks", "truncate_head",
-        "truncate_tail", "use_bundled_tiktoken_files",
+        "CutChunk", "EstimateCounter", "Fitted", "HFCounter", "Order", "Oversize",
+        "PartsCounter", "RagbudgetError", "RenderChunk", "Strategy", "TextChunk",
+        "TextTruncation", "TiktokenCounter", "TokenCounter", "TruncationInfo", "chunk_text",
+        "count_many", "cut_text", "cut_to_tokens", "fit", "get_counter", "largest_prefix",
+        "least_budget", "rank_chunks", "stated_count", "truncate_head", "truncate_tail",
+        "use_bundled_tiktoken_files", "with_marker",
     ],
     "ragbudget_server.store": [
         "DEFAULT_PATH", "DocumentStore", "FileProblem", "HashingEmbedding", "IngestReport",
@@ -130,3 +133,33 @@ def test_the_middleware_without_fastmcp_names_its_install_line() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "pip install 'ragbudget[fastmcp]'" in done.stdout
+
+
+PLUGINS = Path(__file__).parent.parent / "packages"
+
+
+@pytest.mark.parametrize("plugin", ["langchain_plugin", "llamaindex_plugin"])
+def test_the_plugins_import_only_public_core_names(plugin: str) -> None:
+    """A plugin depends on the core's public names: no private module (`ragbudget._x`,
+    `ragbudget.x._y`) and no private name (`from ragbudget import _x`)."""
+    sources = sorted((PLUGINS / plugin / "src").rglob("*.py"))
+    assert sources
+    private: list[str] = []
+    for path in sources:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module is not None:
+                modules = [node.module]
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.Import):
+                modules, names = [alias.name for alias in node.names], []
+            else:
+                continue
+            for module in modules:
+                parts = module.split(".")
+                if parts[0] != "ragbudget":
+                    continue
+                bad = [p for p in parts if p.startswith("_")]
+                bad += [n for n in names if n.startswith("_")]
+                if bad:
+                    private.append(f"{path.name}:{node.lineno}: {module} {bad}")
+    assert private == []

@@ -8,7 +8,14 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from ragbudget import Chunk, TokenCounter, fit, get_counter
-from ragbudget.fitting import MIN_KEEP, boundaries, cut_text, largest_prefix, least_budget
+from ragbudget.fitting import (
+    MIN_KEEP,
+    boundaries,
+    cut_text,
+    largest_prefix,
+    least_budget,
+    stated_count,
+)
 
 WORDS = get_counter(lambda text: len(text.split()))  # monotone in prefix length
 CHARS = get_counter("chars:1")
@@ -137,6 +144,30 @@ def test_least_budget_reaches_a_fixed_point() -> None:
 
     n = least_budget(size_at(1), size_at)
     assert size_at(n) <= n
+
+
+@given(words=st.integers(min_value=0, max_value=5000), start=st.integers(0, 10**6))
+def test_stated_count_writes_the_count_of_its_own_text(words: int, start: int) -> None:
+    def size_at(n: int) -> int:  # a notice that states its own length
+        return len(f"{'x' * words} [this notice is {n:,} characters long]")
+
+    n, size = stated_count(size_at, start)
+    assert size == size_at(n) == n
+
+
+def test_stated_count_stops_when_rounds_run_out() -> None:
+    calls: list[int] = []
+
+    def alternating(n: int) -> int:  # a count that never settles: 10 -> 11 -> 10 ...
+        calls.append(n)
+        return 21 - n
+
+    n, size = stated_count(alternating, 10, rounds=3)
+    assert len(calls) == 4 and size == alternating(n) != n  # both measured; they differ
+    with pytest.raises(ValueError, match="start"):
+        stated_count(alternating, -1)
+    # holds: a budget that holds its own rendering is enough (a smaller count stops it)
+    assert stated_count(lambda n: 5, 9, holds=True) == (9, 5)
 
 
 @pytest.mark.parametrize("bad", [-1, 1.5, True])

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from ragbudget import get_counter
-from ragbudget._parts import PartsCounter
+from ragbudget import PartsCounter, get_counter
 
 COUNTER = get_counter("chars:1")
 

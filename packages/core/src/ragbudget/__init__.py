@@ -7,7 +7,17 @@ chunking for ingestion (`chunk_text`, with the `split` extra).
 """
 
 from ragbudget._cut import cut_to_tokens
-from ragbudget.budget import CUT_MARKER, Order, Oversize, Strategy, fit, rank_chunks
+from ragbudget.budget import (
+    CUT_MARKER,
+    CutChunk,
+    Order,
+    Oversize,
+    RenderChunk,
+    Strategy,
+    fit,
+    rank_chunks,
+    with_marker,
+)
 from ragbudget.chunking import TextChunk, chunk_text  # needs the `split` extra only when called
 from ragbudget.counters import (
     CallableCounter,
@@ -22,8 +32,9 @@ from ragbudget.counters import (
     use_bundled_tiktoken_files,
 )
 from ragbudget.errors import RagbudgetError
-from ragbudget.fitting import Fitted, cut_text, largest_prefix, least_budget
+from ragbudget.fitting import Fitted, cut_text, largest_prefix, least_budget, stated_count
 from ragbudget.models import BudgetResult, Chunk, TruncationInfo
+from ragbudget.parts import PartsCounter
 from ragbudget.truncate import TextTruncation, truncate_head, truncate_tail
 
 __all__ = [
@@ -33,12 +44,15 @@ __all__ = [
     "CharsCounter",
     "Chunk",
     "CounterSpec",
+    "CutChunk",
     "EstimateCounter",
     "Fitted",
     "HFCounter",
     "Order",
     "Oversize",
+    "PartsCounter",
     "RagbudgetError",
+    "RenderChunk",
     "Strategy",
     "TextChunk",
     "TextTruncation",
@@ -54,8 +68,10 @@ __all__ = [
     "largest_prefix",
     "least_budget",
     "rank_chunks",
+    "stated_count",
     "truncate_head",
     "truncate_tail",
     "use_bundled_tiktoken_files",
+    "with_marker",
 ]
 __version__ = "0.1.0"

@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
+from ragbudget.budget import with_marker
 from ragbudget.counters import TokenCounter
 from ragbudget.fitting import Fitted, cut_text
 
-__all__ = ["cut_to_tokens", "cut_with_marker", "with_marker"]
-
-
-def with_marker(kept: str, marker: str) -> str:
-    """A cut text as shown: the kept part, trailing space dropped, then the marker."""
-    kept = kept.rstrip()
-    return kept + marker if kept else marker.lstrip()
+__all__ = ["cut_to_tokens", "cut_with_marker"]
 
 
 def cut_with_marker(

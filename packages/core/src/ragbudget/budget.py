@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
-from typing import Any, Literal
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Literal, overload
 
 from ragbudget._checks import check_choice, check_int
-from ragbudget._cut import cut_with_marker
 from ragbudget.counters import CounterSpec, LazyCounts, TokenCounter, get_counter
-from ragbudget.fitting import largest_prefix
+from ragbudget.fitting import cut_text, largest_prefix
 from ragbudget.models import BudgetResult, Chunk, TruncationInfo
 
-__all__ = ["CUT_MARKER", "Order", "Oversize", "Strategy", "fit", "rank_chunks"]
+__all__ = [
+    "CUT_MARKER",
+    "CutChunk",
+    "Order",
+    "Oversize",
+    "RenderChunk",
+    "Strategy",
+    "fit",
+    "rank_chunks",
+    "with_marker",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -22,6 +31,24 @@ Order = Literal["score", "original"]
 
 CUT_MARKER = "\n[... cut to fit a {limit:,}-token limit; {total:,} tokens in full]"
 """Appended to a chunk cut to fit; counted against the budget like the text."""
+
+RenderChunk = Callable[[Chunk], str]
+"""How a chunk is shown to the model: its text with what goes around it (a header, a
+document formatter); `fit` counts this rendering."""
+CutChunk = Callable[[Chunk, str, str], Chunk]
+"""`cut(chunk, kept, marker)`: the chunk shown in place of `chunk` when only `kept` (a prefix
+of its text) fits, `marker` being the cut marker to show; the default is a copy whose text is
+`with_marker(kept, marker)`."""
+
+
+def with_marker(kept: str, marker: str) -> str:
+    """A cut text as shown: the kept part, trailing space dropped, then the marker."""
+    kept = kept.rstrip()
+    return kept + marker if kept else marker.lstrip()
+
+
+def _default_cut(chunk: Chunk, kept: str, marker: str) -> Chunk:
+    return chunk.model_copy(update={"text": with_marker(kept, marker)})
 
 
 def _as_chunks(chunks: Iterable[Chunk | Mapping[str, Any]]) -> list[Chunk]:
@@ -48,7 +75,71 @@ def _as_chunks(chunks: Iterable[Chunk | Mapping[str, Any]]) -> list[Chunk]:
     return out
 
 
-_Kept = tuple[int, Chunk, int, bool, int]  # (input index, chunk, tokens, cut, rank)
+_Kept = tuple[int, Chunk, int, bool, int, str]  # (input index, chunk, tokens, cut, rank, shown)
+
+
+def _callable(name: str, value: Any, shape: str) -> None:
+    if value is not None and not callable(value):
+        msg = f"{name} must be a callable {shape} or None, got {type(value).__name__}"
+        raise TypeError(msg)
+
+
+def _shower(render: RenderChunk | None) -> RenderChunk:
+    """`render`, checked: a str for each chunk, or an error naming `render`."""
+    if render is None:
+        return _text
+
+    def show(chunk: Chunk) -> str:
+        text = render(chunk)
+        if not isinstance(text, str):
+            msg = f"render must return a str, got {type(text).__name__} for chunk {chunk.id!r}"
+            raise TypeError(msg)
+        return text
+
+    return show
+
+
+def _text(chunk: Chunk) -> str:
+    return chunk.text
+
+
+def _cutter(cut: CutChunk | None) -> CutChunk:
+    """`cut`, checked: a Chunk with the same id, or an error naming `cut`."""
+    if cut is None:
+        return _default_cut
+
+    def make(chunk: Chunk, kept: str, marker: str) -> Chunk:
+        out = cut(chunk, kept, marker)
+        if not isinstance(out, Chunk) or out.id != chunk.id:
+            got = f"id {out.id!r}" if isinstance(out, Chunk) else type(out).__name__
+            msg = f"cut must return a Chunk with the id {chunk.id!r} it was given, got {got}"
+            raise TypeError(msg)
+        return out
+
+    return make
+
+
+class _Shown(Sequence[str]):
+    """The renderings (plus separator) of the chunks in rank order, each made on first use:
+    `LazyCounts` reads only as far as the ranking is walked."""
+
+    def __init__(self, show: Callable[[int], str], size: int) -> None:
+        self._show, self._size = show, size
+        self._made: dict[int, str] = {}
+
+    def __len__(self) -> int:
+        return self._size
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self._size))]
+        if index not in self._made:
+            self._made[index] = self._show(index)
+        return self._made[index]
 
 
 def rank_chunks(chunks: list[Chunk]) -> list[int]:
@@ -72,6 +163,8 @@ def fit(
     max_tokens_per_chunk: int | None = None,
     order: Order = "score",
     separator: str | None = None,
+    render: RenderChunk | None = None,
+    cut: CutChunk | None = None,
 ) -> BudgetResult:
     """Keep the highest-score chunks whose tokens fit `max_tokens`.
 
@@ -86,6 +179,22 @@ def fit(
     plus the separator while ranking, then the joined text is counted once (BPE counts do not
     add up across joins) and the lowest-ranked kept chunks leave until it fits. `used_tokens`
     is then that measured count.
+
+    `render`: for items fit does not show itself (a Document through a chain's formatter, a
+    node with its metadata header), `render(chunk)` is the text the model sees for `chunk`;
+    everything above is then counted on the renderings (`separator.join` of them), and the
+    texts returned are the chunks' own, to render again the same way. An oversized chunk is
+    cut in its rendered form: its text is cut so that the rendering of the cut chunk fits.
+    `cut(chunk, kept, marker)` builds that cut chunk from the kept prefix of its text and the
+    cut marker (default: a copy whose text is `with_marker(kept, marker)`); it must keep the
+    chunk's id. Both are called with copies, never the caller's chunks; a callable that does
+    not return a str (`render`) or a Chunk with the same id (`cut`) is a TypeError naming it.
+
+        >>> from ragbudget import fit
+        >>> docs = [{"id": "a", "text": "alpha", "score": 0.9}, {"id": "b", "text": "beta"}]
+        >>> r = fit(docs, 20, counter="chars:1", render=lambda c: f"[{c.id}] {c.text}")
+        >>> [c.text for c in r.chunks], r.tokens
+        (['alpha', 'beta'], [9, 8])
     """
     check_int("max_tokens", max_tokens, minimum=0)
     if max_tokens_per_chunk is not None:
@@ -93,13 +202,17 @@ def fit(
     check_choice("strategy", strategy, ("stop", "fill"))
     check_choice("oversize", oversize, ("truncate", "drop"))
     check_choice("order", order, ("score", "original"))
+    _callable("render", render, "Chunk -> str")
+    _callable("cut", cut, "(Chunk, kept, marker) -> Chunk")
     tc = get_counter(counter)
     items = _as_chunks(chunks)
+    show, make_cut = _shower(render), _cutter(cut)
 
     ranking = rank_chunks(items)
     limit = max_tokens if max_tokens_per_chunk is None else min(max_tokens, max_tokens_per_chunk)
     sep = separator or ""
-    counts = LazyCounts(tc, [items[idx].text + sep for idx in ranking])
+    shown = _Shown(lambda rank: show(items[ranking[rank]]) + sep, len(ranking))
+    counts = LazyCounts(tc, shown)
 
     # Down the ranking: an oversized chunk is cut (a copy) or dropped; the others are kept
     # while they fit. With "stop", everything after the first misfit is dropped uncounted.
@@ -112,17 +225,15 @@ def fit(
             dropped.add(idx)
             continue
         chunk, n = items[idx], counts[rank]
-        cand = (idx, chunk, n, False, rank)
+        cand = (idx, chunk, n, False, rank, shown[rank])
         if n > limit:
-            cut = None
-            if oversize == "truncate":
-                marker = CUT_MARKER.format(limit=limit, total=n)
-                cut = cut_with_marker(chunk.text, limit, tc, marker, suffix=sep)
-            if cut is None:
+            cand_cut = (
+                _cut(chunk, limit, n, tc, sep, show, make_cut) if oversize == "truncate" else None
+            )
+            if cand_cut is None:
                 dropped.add(idx)
                 continue
-            text = cut.text.removesuffix(sep) if sep else cut.text
-            cand = (idx, chunk.model_copy(update={"text": text}), cut.tokens, True, rank)
+            cand = (idx, cand_cut[0], cand_cut[1], True, rank, cand_cut[2])
         if used + cand[2] <= max_tokens:
             kept.append(cand)
             used += cand[2]
@@ -161,15 +272,37 @@ def fit(
     )
 
 
+def _cut(
+    chunk: Chunk,
+    limit: int,
+    total: int,
+    tc: TokenCounter,
+    sep: str,
+    show: RenderChunk,
+    make_cut: CutChunk,
+) -> tuple[Chunk, int, str] | None:
+    """`chunk` cut at the best boundary, with the marker, so that its rendering plus `sep`
+    counts at most `limit`: the cut chunk, that count and the rendering plus `sep`. None when
+    not even the marker fits."""
+    marker = CUT_MARKER.format(limit=limit, total=total)
+    fitted = cut_text(
+        chunk.text, limit, tc, render=lambda kept: show(make_cut(chunk, kept, marker)) + sep
+    )
+    if fitted is None:
+        return None
+    return make_cut(chunk, chunk.text[: fitted.size], marker), fitted.tokens, fitted.text
+
+
 def _joined(
     kept: list[_Kept], separator: str, max_tokens: int, order: Order, tc: TokenCounter
 ) -> tuple[list[_Kept], int, list[_Kept]]:
-    """The kept chunks (rank order) whose joined text fits, its measured count, and those that
-    had to leave (the lowest-ranked)."""
+    """The kept chunks (rank order) whose joined renderings fit, its measured count, and those
+    that had to leave (the lowest-ranked)."""
+    sep = len(separator)
 
     def render(k: int) -> str:
         part = sorted(kept[:k], key=lambda c: c[0]) if order == "original" else kept[:k]
-        return separator.join(c[1].text for c in part)
+        return separator.join(c[5][: len(c[5]) - sep] for c in part)
 
     fitted = largest_prefix(render, len(kept), max_tokens, tc)
     k = 0 if fitted is None else fitted.size

@@ -11,7 +11,9 @@ ragbudget's one idea, "the largest text whose *rendered* form fits the budget", 
 Both return a `Fitted`: where the cut is (`size`: items kept, or the cut position in the text),
 the rendering that was measured, and its count. Nothing downstream parses the rendering to
 learn where a cut happened. `least_budget` names the smallest budget whose own rendering fits,
-for "use max_tokens >= N" advice when the budget is written into the rendering itself.
+for "use max_tokens >= N" advice when the budget is written into the rendering itself, and
+`stated_count` is the one way to write a count into the text it counts (a `used_tokens`
+field, a tag, a notice naming its budget).
 
 The searches assume that a longer prefix never renders to fewer tokens, which holds for real
 tokenizers and the estimate in practice; what they return is always measured, so the
@@ -35,6 +37,7 @@ __all__ = [
     "largest_prefix",
     "least_budget",
     "snap_to_boundary",
+    "stated_count",
 ]
 
 
@@ -264,16 +267,40 @@ def _same(text: str) -> str:
     return text
 
 
+def stated_count(
+    size_at: Callable[[int], int], start: int, *, holds: bool = False, rounds: int = 8
+) -> tuple[int, int]:
+    """The number to write into a rendering that states a count of itself, and its count.
+
+    A rendering can carry its own token count (a `used_tokens` field, a node's tag) or the
+    budget it must fit (a notice saying "8,192-token budget"): its size then depends on the
+    number written in it. `size_at(n)` counts the rendering with `n` written. From `start`,
+    `n` takes the count found until the rendering counts exactly `n` (with `holds`: at most
+    `n`, a budget that holds its own rendering); only the number's digits change, so a round
+    or two suffice. Returns `(n, size_at(n))`, both measured: when `rounds` run out (a count
+    that alternates between two values), they differ and the second is the rendering's count.
+
+        >>> from ragbudget.fitting import stated_count
+        >>> stated_count(lambda n: len(f"this line counts {n} characters"), 0)
+        (30, 30)
+    """
+    check_int("start", start, minimum=0)
+    check_int("rounds", rounds, minimum=0)
+    n = start
+    size = size_at(n)
+    for _ in range(rounds):
+        if size == n or (holds and size < n):
+            break
+        n, size = size, size_at(size)
+    return n, size
+
+
 def least_budget(needed: int, size_at: Callable[[int], int]) -> int:
     """The least budget whose own smallest rendering fits, for "use max_tokens >= N" advice.
 
     `needed` is the smallest rendering's size at the budget asked for and `size_at(m)` its size
     at budget `m`: when the budget is written into the rendering (a notice, a cut marker), a
-    larger number can cost a token more.
+    larger number can cost a token more (`stated_count` with `holds`).
     """
-    for _ in range(8):
-        again = size_at(needed)
-        if again <= needed:
-            break
-        needed = again
-    return needed
+    n, size = stated_count(size_at, needed, holds=True)
+    return max(n, size)

@@ -81,9 +81,10 @@ class TruncationInfo(BaseModel):
     ) -> TruncationInfo:
         """The report of a fit, `truncated` and `reason` following from what was dropped and
         cut, the counter's name and exactness from `counter` (a `TokenCounter`)."""
+        truncated, reason = _state(dropped_ids, cut_ids)
         return cls(
-            truncated=bool(dropped_ids or cut_ids),
-            reason="token_budget" if dropped_ids else ("chunk_cut" if cut_ids else None),
+            truncated=truncated,
+            reason=reason,
             original_count=original_count,
             returned_count=returned_count,
             dropped_ids=dropped_ids,
@@ -93,6 +94,21 @@ class TruncationInfo(BaseModel):
             counter=counter.name,
             exact=counter.exact,
             next_offset=next_offset,
+        )
+
+    def widened(self, *, original_count: int, dropped_ids: list[str]) -> TruncationInfo:
+        """This report for a wider input than the fit was given: `original_count` items, of
+        which `dropped_ids` (rank order) were left out: those the fit dropped, and those the
+        caller left out around it (a cap per source, the duplicates folded into a dropped
+        item). The rest stands; `truncated` and `reason` follow by the same rule as `of`."""
+        truncated, reason = _state(dropped_ids, self.cut_ids)
+        return self.model_copy(
+            update={
+                "original_count": original_count,
+                "dropped_ids": list(dropped_ids),
+                "truncated": truncated,
+                "reason": reason,
+            }
         )
 
     def summary(self) -> str:
@@ -134,6 +150,16 @@ class TruncationInfo(BaseModel):
         if self.next_offset is not None and offset_hint is not None:
             text += f". Use {offset_hint.format(offset=offset + self.next_offset)} to continue"
         return text + "]"
+
+
+def _state(
+    dropped_ids: list[str], cut_ids: list[str]
+) -> tuple[bool, Literal["token_budget", "chunk_cut"] | None]:
+    """The one rule for `truncated` and `reason`: anything dropped or cut is a truncation;
+    the reason is the budget when anything was dropped, the cut when chunks were only cut."""
+    if dropped_ids:
+        return True, "token_budget"
+    return (True, "chunk_cut") if cut_ids else (False, None)
 
 
 class BudgetResult(BaseModel):

@@ -11,16 +11,7 @@ from typing import Any, Literal
 from langchain_core.documents import Document
 from langchain_core.prompts import BasePromptTemplate, format_document
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-from ragbudget import (
-    CUT_MARKER,
-    Chunk,
-    TokenCounter,
-    TruncationInfo,
-    cut_to_tokens,
-    fit,
-    get_counter,
-    rank_chunks,
-)
+from ragbudget import Chunk, TokenCounter, TruncationInfo, fit, get_counter, rank_chunks
 from ragbudget.evidence import dedupe, merge_adjacent
 
 from langchain_ragbudget._evidence import (
@@ -253,7 +244,7 @@ class BudgetOptions(BaseModel):
         given = len(docs)
         docs, ids, folded = self._fold(docs, ids)
         chunks = [
-            Chunk(id=ids[i], text=self._render(d), score=self._score(d, i))
+            Chunk(id=ids[i], text=d.page_content, score=self._score(d, i))
             for i, d in enumerate(docs)
         ]
         if k is not None and k < len(chunks):
@@ -264,7 +255,7 @@ class BudgetOptions(BaseModel):
             kept, info = self._fit(chunks, docs, ids, folded, counter)
         if folded:  # a left-out document takes the ids folded into it along
             out = [m for i in info.dropped_ids for m in [i, *_members(folded.get(i, {}))]]
-            info = info.model_copy(update={"original_count": given, "dropped_ids": out})
+            info = info.widened(original_count=given, dropped_ids=out)
         return kept, info
 
     def _fit(
@@ -275,11 +266,21 @@ class BudgetOptions(BaseModel):
         folded: dict[str, dict[str, list[str]]],
         counter: TokenCounter,
     ) -> tuple[list[Document], TruncationInfo]:
-        """`fit` over the rendered documents (capped and in MMR order first, as asked)."""
+        """`fit` over the documents' contents (capped and in MMR order first, as asked), each
+        counted as rendered by the formatter, plus the separator; a document larger than the
+        budget has its content cut so that its rendering fits."""
         scores = {c.id: c.score for c in chunks}
         capped: list[str] = []
         if self.max_per_source is not None or self.mmr is not None:
             chunks, capped = diversified(self, chunks, docs, ids)
+        by_id = dict(zip(ids, docs, strict=True))
+
+        def render(chunk: Chunk) -> str:
+            doc = by_id[chunk.id]
+            if chunk.text != doc.page_content:  # a cut: the content fit is trying
+                doc = doc.model_copy(update={"page_content": chunk.text})
+            return self._render(doc)
+
         result = fit(
             chunks,
             self.max_tokens,
@@ -287,36 +288,19 @@ class BudgetOptions(BaseModel):
             strategy=self.strategy,
             oversize=self.oversize,
             separator=self.document_separator,  # the context is counted as joined
+            render=None if self.document_formatter is None else render,
         )
-        position_of = {cid: i for i, cid in enumerate(ids)}
         cut_ids = set(result.info.cut_ids)
-        kept: list[Document] = []
-        lost: list[str] = []  # cut by fit, but the document's own text could not be cut to fit
-        for chunk, tokens, rank in zip(result.chunks, result.tokens, result.ranks, strict=True):
-            doc = docs[position_of[chunk.id]]
-            content = doc.page_content
-            if chunk.id in cut_ids:
-                recut = self._recut(doc, chunk, tokens, counter)
-                if recut is None:
-                    lost.append(chunk.id)
-                    continue
-                content, tokens = recut
-            note = {"tokens": tokens, "rank": rank, "score": scores[chunk.id],
-                    "cut": chunk.id in cut_ids, **folded.get(chunk.id, {})}  # fmt: skip
-            kept.append(annotated_copy(doc, content, note))
+        kept = [
+            annotated_copy(by_id[chunk.id], chunk.text,
+                           {"tokens": tokens, "rank": rank, "score": scores[chunk.id],
+                            "cut": chunk.id in cut_ids, **folded.get(chunk.id, {})})
+            for chunk, tokens, rank in zip(result.chunks, result.tokens, result.ranks, strict=True)
+        ]  # fmt: skip
         info = result.info
-        if lost or cut_ids:
-            ranked = [chunks[i].id for i in rank_chunks(chunks)]
-            info = _recount(info, kept, lost, ranked)
-        if capped:
-            dropped = [*info.dropped_ids, *capped]
-            info = info.model_copy(
-                update={
-                    "original_count": len(chunks) + len(capped),
-                    "dropped_ids": dropped,
-                    "truncated": True,
-                    "reason": "token_budget",
-                }
+        if capped:  # left out by the cap before the fit, after what the budget left out
+            info = info.widened(
+                original_count=len(chunks) + len(capped), dropped_ids=[*info.dropped_ids, *capped]
             )
         return kept, info
 
@@ -354,36 +338,6 @@ class BudgetOptions(BaseModel):
                 doc = doc.model_copy(update={"page_content": chunk.text, "metadata": metadata})
             out.append(doc)
         return out, [c.id for c in chunks], folded
-
-    def _recut(
-        self, doc: Document, chunk: Chunk, tokens: int, counter: TokenCounter
-    ) -> tuple[str, int] | None:
-        """`doc`'s page_content cut so that its rendering plus separator counts <= `tokens`.
-
-        fit() cut the rendered text; the caller gets a Document, so the cut is redone on the
-        content itself, counted through the formatter, within the tokens fit() gave it."""
-        if self.document_formatter is None:
-            return chunk.text, tokens  # the rendered text is the content: fit's cut stands
-        framed = _FramedCounter(counter, doc, self)
-        total = framed.count(doc.page_content)
-        marker = CUT_MARKER.format(limit=self.max_tokens, total=total)
-        text = cut_to_tokens(doc.page_content, tokens, framed, marker)
-        if text is None:
-            return None
-        return text, framed.count(text)
-
-
-class _FramedCounter:
-    """Counts a candidate page_content as the model will see it: rendered, plus separator."""
-
-    def __init__(self, base: TokenCounter, doc: Document, options: BudgetOptions) -> None:
-        self._base, self._doc, self._options = base, doc, options
-        self.name = base.name
-        self.exact = base.exact
-
-    def count(self, text: str) -> int:
-        doc = self._doc.model_copy(update={"page_content": text})
-        return self._base.count(self._options._render(doc) + self._options.document_separator)
 
 
 def _members(folded: dict[str, list[str]]) -> list[str]:
@@ -424,25 +378,3 @@ def _chunk_ids(docs: list[Document]) -> list[str]:
     if all(ids) and len(set(ids)) == len(ids):
         return [str(i) for i in ids]
     return [str(i) for i in range(len(docs))]
-
-
-def _recount(
-    info: TruncationInfo, kept: list[Document], lost: list[str], ranked: list[str]
-) -> TruncationInfo:
-    """The report after re-cutting: the tokens actually used, and any document that turned
-    out too small a budget for even its own frame (left out, as fit() leaves out an oversized
-    document it cannot cut)."""
-    dropped = set(info.dropped_ids) | set(lost)
-    rank = {cid: r for r, cid in enumerate(ranked)}
-    dropped_ids = sorted(dropped, key=rank.__getitem__)
-    cut_ids = [cid for cid in info.cut_ids if cid not in lost]
-    return info.model_copy(
-        update={
-            "truncated": bool(dropped_ids or cut_ids),
-            "reason": "token_budget" if dropped_ids else ("chunk_cut" if cut_ids else None),
-            "returned_count": len(kept),
-            "dropped_ids": dropped_ids,
-            "cut_ids": cut_ids,
-            "used_tokens": sum(d.metadata["ragbudget"]["tokens"] for d in kept),
-        }
-    )

@@ -5,7 +5,7 @@ Without snippets, the cap and the MMR order choose and order the candidates `fit
 budgets them: when the best documents that fit whole are few, each of more documents gets a
 fair share of the budget and a document larger than its share keeps its lines that best match
 the query. Either way every document's rendering plus separator is counted alone and the
-counts sum to at most the budget (`ragbudget._parts.PartsCounter`).
+counts sum to at most the budget (`ragbudget.PartsCounter`).
 """
 
 from __future__ import annotations
@@ -15,8 +15,7 @@ from copy import deepcopy
 from typing import Any
 
 from langchain_core.documents import Document
-from ragbudget import Chunk, TokenCounter, TruncationInfo, rank_chunks
-from ragbudget._parts import PartsCounter
+from ragbudget import Chunk, PartsCounter, TokenCounter, TruncationInfo, rank_chunks
 from ragbudget.evidence import Positions, diversify, select
 
 __all__ = ["POSITIONS", "annotated_copy", "diversified", "position", "select_documents"]

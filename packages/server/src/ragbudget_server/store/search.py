@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ragbudget.counters import LazyCounts, TokenCounter
-from ragbudget.fitting import Fitted, cut_text, largest_prefix, least_budget
+from ragbudget.fitting import Fitted, cut_text, largest_prefix, least_budget, stated_count
 
 from ragbudget_server.store.embedding import features
 from ragbudget_server.store.errors import StoreError
@@ -260,14 +260,19 @@ def measure(response: R, counter: TokenCounter, known: Fitted | None = None) -> 
     if known is not None and response.format == "text":
         updated = response.model_copy(update={"used_tokens": known.tokens})
         return updated.with_measure(known.text, known.tokens)
-    for _ in range(4):
+    if response.format == "text":
         text = response.to_text()
         counted = counter.count(text)
-        if response.format == "text" or counted == response.used_tokens:
-            break
-        response = response.model_copy(update={"used_tokens": counted})
-    if response.format == "text":
-        response = response.model_copy(update={"used_tokens": counted})
+        return response.model_copy(update={"used_tokens": counted}).with_measure(text, counted)
+    seen: dict[int, tuple[R, str]] = {}
+
+    def size_at(n: int) -> int:
+        written = response.model_copy(update={"used_tokens": n})
+        seen[n] = (written, written.to_text())
+        return counter.count(seen[n][1])
+
+    stated, counted = stated_count(size_at, response.used_tokens)
+    response, text = seen[stated]
     return response.with_measure(text, counted)
 
 

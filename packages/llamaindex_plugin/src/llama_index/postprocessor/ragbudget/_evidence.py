@@ -7,7 +7,7 @@ member's copy, its text the span's, its indices moved); near-duplicate texts lea
 Document and an MMR order (cosine on `node.embedding` where every node has one, else lexical)
 apply; with snippets a node larger than its fair share keeps its lines that best match the
 query. Every node's LLM-visible content (metadata header included) is counted alone and the
-counts sum to at most the budget (`ragbudget._parts.PartsCounter`).
+counts sum to at most the budget (`ragbudget.PartsCounter`).
 """
 
 from __future__ import annotations
@@ -23,8 +23,7 @@ from llama_index.postprocessor.ragbudget._nodes import (
     unique_ids,
 )
 
-from ragbudget import Chunk, TokenCounter, TruncationInfo, rank_chunks
-from ragbudget._parts import PartsCounter
+from ragbudget import Chunk, PartsCounter, TokenCounter, TruncationInfo, rank_chunks
 from ragbudget.evidence import EvidenceReport, Positions, select
 
 __all__ = ["POSITIONS", "Evidence", "EvidenceFit", "select_nodes"]

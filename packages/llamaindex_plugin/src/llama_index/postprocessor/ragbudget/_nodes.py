@@ -1,9 +1,11 @@
 """Fitting LlamaIndex nodes to a token budget: what the LLM sees, counted and cut.
 
-`ragbudget.fit` ranks and budgets the nodes' LLM-visible content (metadata header included).
-A node over the whole budget is cut here first, at the node level: its *text* is cut (at a
-sentence boundary, by `fit` on the text alone) until the rendered content, header and all,
-fits; a node whose header alone does not fit stays oversized and `fit` drops it.
+`ragbudget.fit` ranks and budgets the nodes' texts, each counted as the LLM sees it
+(`get_content(metadata_mode)`, metadata header included), once: a node over the whole budget
+has its *text* cut (at a sentence boundary, with a marker) until its rendered content, header
+and all, fits; a node whose header alone does not fit is dropped. Where the ragbudget tag
+shows (`MetadataMode.ALL`), each node is counted with its own tag, which states that count
+(`ragbudget.stated_count`).
 """
 
 from __future__ import annotations
@@ -14,10 +16,16 @@ from dataclasses import dataclass
 
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextNode
 
-from ragbudget import CUT_MARKER, Chunk, TokenCounter, TruncationInfo, count_many, fit
-from ragbudget._cut import with_marker
+from ragbudget import (
+    Chunk,
+    TokenCounter,
+    TruncationInfo,
+    fit,
+    rank_chunks,
+    stated_count,
+    with_marker,
+)
 from ragbudget.budget import Oversize, Strategy
-from ragbudget.fitting import cut_text
 
 __all__ = [
     "TAG_KEY",
@@ -82,73 +90,28 @@ def _tagged(
     return node
 
 
-class _MemoCounter:
-    """Counts each distinct text once per call: the pre-count here and the count in `fit`."""
-
-    def __init__(self, counter: TokenCounter) -> None:
-        self.inner = counter
-        self._memo: dict[str, int] = {}
-        self.name = counter.name
-        self.exact = counter.exact
-
-    def count(self, text: str) -> int:
-        n = self._memo.get(text)
-        if n is None:
-            n = self._memo[text] = self.inner.count(text)
-        return n
-
-    def count_batch(self, texts: list[str]) -> list[int]:
-        missing = list(dict.fromkeys(t for t in texts if t not in self._memo))
-        self._memo.update(zip(missing, count_many(self.inner, missing), strict=True))
-        return [self._memo[t] for t in texts]
-
-
-def _cut_node(node: BaseNode, room: int, memo: _MemoCounter, mode: MetadataMode) -> BaseNode | None:
-    """A copy of `node` whose text is cut (at the best boundary, with a marker) so that its
-    rendered content, header included, counts <= `room` tokens; `end_char_idx` moves to the
-    end of the kept text. None when not even the header with the marker fits."""
-    text = node.get_content(metadata_mode=MetadataMode.NONE)
-    marker = CUT_MARKER.format(limit=room, total=memo.count(node.get_content(metadata_mode=mode)))
-    copy = node.model_copy(deep=True)
-
-    def render(kept: str) -> str:
-        copy.set_content(with_marker(kept, marker))
-        return copy.get_content(metadata_mode=mode)
-
-    # the raw counter: the prefixes the search tries are not worth remembering
-    fitted = cut_text(text, room, memo.inner, render=render)
-    if fitted is None or fitted.size == 0:
-        return None
-    kept = text[: fitted.size]
-    copy.set_content(with_marker(kept, marker))
-    if isinstance(copy, TextNode) and copy.start_char_idx is not None:
-        copy.end_char_idx = copy.start_char_idx + len(kept.rstrip())
-    return copy
-
-
-def _final(
+def _with_tag(
     node: BaseNode,
-    memo: _MemoCounter,
+    counter: TokenCounter,
     mode: MetadataMode,
     *,
-    tokens: int,
     rank: int,
     cut: bool,
     extra: dict[str, list[str]] | None = None,
-) -> tuple[BaseNode, int]:
-    """`node` tagged, and the count of its content as rendered with the tag. Where the tag
-    shows (`MetadataMode.ALL`), it holds its own node's count: a few rounds find the count
-    that stays the same once written."""
-    tagged = _tagged(node, tokens=tokens, rank=rank, cut=cut, extra=extra)
+) -> tuple[BaseNode, int, int]:
+    """`node` (a copy) tagged: the tagged node, the count its tag states and the count of its
+    content as rendered. Where the tag shows (`MetadataMode.ALL`), it states its own node's
+    count: `stated_count` finds the number that stays the same once written."""
+    tokens = counter.count(node.get_content(metadata_mode=mode))
     if mode in _TAG_HIDDEN:
-        return tagged, tokens
-    for _ in range(4):
-        n = memo.count(tagged.get_content(metadata_mode=mode))
-        if n == tokens:
-            break
-        tokens = n
-        tagged = _tagged(node, tokens=tokens, rank=rank, cut=cut, extra=extra)
-    return tagged, memo.count(tagged.get_content(metadata_mode=mode))
+        return _tagged(node, tokens=tokens, rank=rank, cut=cut, extra=extra), tokens, tokens
+
+    def size_at(n: int) -> int:
+        tagged = _tagged(node, tokens=n, rank=rank, cut=cut, extra=extra)
+        return counter.count(tagged.get_content(metadata_mode=mode))
+
+    stated, size = stated_count(size_at, tokens)
+    return _tagged(node, tokens=stated, rank=rank, cut=cut, extra=extra), stated, size
 
 
 def tagged_count(
@@ -162,9 +125,8 @@ def tagged_count(
 ) -> tuple[BaseNode, int]:
     """`node` (a copy) tagged, and the count of its content as rendered (tag included where
     it shows)."""
-    memo = _MemoCounter(counter)
-    tokens = memo.count(node.get_content(metadata_mode=mode))
-    return _final(node, memo, mode, tokens=tokens, rank=rank, cut=cut, extra=extra)
+    tagged, _, size = _with_tag(node, counter, mode, rank=rank, cut=cut, extra=extra)
+    return tagged, size
 
 
 def check_nodes(nodes: Sequence[NodeWithScore]) -> None:
@@ -186,76 +148,65 @@ def fit_nodes(
 ) -> NodeFit:
     """Keep the highest-score nodes whose LLM-visible content fits `max_tokens`.
 
-    Nodes over the whole budget are cut first (`oversize="truncate"`): their text, so that the
-    rendered content fits; `fit` then ranks and budgets, dropping what is still oversized (a
-    node whose header alone does not fit). Returns tagged copies in input order; the
-    caller's nodes are never touched.
+    One `fit` over the nodes' texts, each rendered as the LLM sees it (with its tag, where
+    the tag shows): it ranks, budgets and cuts a node over the whole budget (its text, so that
+    the rendered content fits), and its report is the call's. Returns tagged copies in input
+    order, each rendering exactly what `fit` counted; the caller's nodes are never touched.
     """
     check_nodes(nodes)
-    memo = _MemoCounter(counter)
     ids = unique_ids(nodes)
-    sources = [nws.node for nws in nodes]
-    if metadata_mode not in _TAG_HIDDEN:  # the tag shows: count each node with the widest tag
-        sources = [
-            _tagged(n.model_copy(deep=True), tokens=max_tokens, rank=len(nodes), cut=False)
-            for n in sources
-        ]
-    contents = [node.get_content(metadata_mode=metadata_mode) for node in sources]
-    cut_nodes: dict[str, BaseNode] = {}
-    if oversize == "truncate" and max_tokens > 0:
-        for k, n in enumerate(memo.count_batch(contents)):
-            if n <= max_tokens:
-                continue
-            cut = _cut_node(sources[k], max_tokens, memo, metadata_mode)
-            if cut is not None:
-                cut_nodes[ids[k]] = cut
-                contents[k] = cut.get_content(metadata_mode=metadata_mode)
+    by_id = dict(zip(ids, nodes, strict=True))
     chunks = [
-        Chunk(id=cid, text=content, score=node_score(nws))
-        for cid, content, nws in zip(ids, contents, nodes, strict=True)
-    ]
+        Chunk(id=cid, text=nws.node.get_content(metadata_mode=MetadataMode.NONE),
+              score=node_score(nws))
+        for cid, nws in zip(ids, nodes, strict=True)
+    ]  # fmt: skip
+    texts = {c.id: c.text for c in chunks}
+    ranks = {chunks[i].id: r for r, i in enumerate(rank_chunks(chunks))}  # as `fit` ranks
+    stated: dict[tuple[str, str], int] = {}  # the count a shown tag states, per rendering
+
+    def node_of(chunk: Chunk, *, deep: bool = False) -> BaseNode:
+        """The node `chunk` stands for (a copy), holding its text: cut, or whole."""
+        node = by_id[chunk.id].node.model_copy(deep=deep)
+        if chunk.text != texts[chunk.id]:
+            node.set_content(chunk.text)
+            kept = chunk.metadata.get("kept_chars")
+            if isinstance(node, TextNode) and node.start_char_idx is not None and kept is not None:
+                node.end_char_idx = node.start_char_idx + kept
+        return node
+
+    def render(chunk: Chunk) -> str:
+        node = node_of(chunk)
+        if metadata_mode in _TAG_HIDDEN:
+            return node.get_content(metadata_mode=metadata_mode)
+        cut = chunk.text != texts[chunk.id]
+        tagged, n, _ = _with_tag(node, counter, metadata_mode, rank=ranks[chunk.id], cut=cut)
+        stated[chunk.id, chunk.text] = n
+        return tagged.get_content(metadata_mode=metadata_mode)
+
+    def cut(chunk: Chunk, kept: str, marker: str) -> Chunk:
+        shown = with_marker(kept, marker)
+        return chunk.model_copy(
+            update={"text": shown, "metadata": {"kept_chars": len(kept.rstrip())}}
+        )
+
     result = fit(
         chunks,
         max_tokens,
-        counter=memo,
+        counter=counter,
         strategy=strategy,
-        oversize="drop",  # what is still oversized cannot be cut to fit
+        oversize=oversize,
         order="original",
+        render=render,
+        cut=cut,
     )
-
-    index_of = {cid: k for k, cid in enumerate(ids)}
-    out: list[NodeWithScore] = []
-    counts: list[int] = []
-    for chunk, tokens, rank in zip(result.chunks, result.tokens, result.ranks, strict=True):
-        source = nodes[index_of[chunk.id]]
-        node = cut_nodes[chunk.id] if chunk.id in cut_nodes else source.node.model_copy(deep=True)
-        tagged, n = _final(
-            node, memo, metadata_mode, tokens=tokens, rank=rank, cut=chunk.id in cut_nodes
+    cut_ids = set(result.info.cut_ids)
+    out = [
+        NodeWithScore(
+            node=_tagged(node_of(chunk, deep=True), rank=rank, cut=chunk.id in cut_ids,
+                         tokens=stated.get((chunk.id, chunk.text), tokens)),
+            score=by_id[chunk.id].score,
         )
-        out.append(NodeWithScore(node=tagged, score=source.score))
-        counts.append(n)
-
-    info = result.info
-    # Measured as returned (tag included where it shows): the lowest-ranked leave while the
-    # sum is over, which the widest tag counted up front makes all but impossible.
-    ranks = list(result.ranks)
-    while sum(counts) > max_tokens:
-        worst = max(range(len(ranks)), key=ranks.__getitem__)
-        info = info.model_copy(update={"dropped_ids": [*info.dropped_ids, result.chunks[worst].id]})
-        for seq in (out, counts, ranks):
-            del seq[worst]
-        result = result.model_copy(
-            update={"chunks": [c for i, c in enumerate(result.chunks) if i != worst]}
-        )
-    kept_ids = [chunk.id for chunk in result.chunks]
-    cut_ids = [cid for cid in kept_ids if cid in cut_nodes]
-    info = info.model_copy(
-        update={
-            "truncated": bool(info.dropped_ids or cut_ids),
-            "reason": "token_budget" if info.dropped_ids else ("chunk_cut" if cut_ids else None),
-            "cut_ids": cut_ids,
-            "returned_count": len(out),
-            "used_tokens": sum(counts),
-        }
-    )
-    return NodeFit(nodes=out, info=info)
+        for chunk, tokens, rank in zip(result.chunks, result.tokens, result.ranks, strict=True)
+    ]  # fmt: skip
+    return NodeFit(nodes=out, info=result.info)
