@@ -31,6 +31,14 @@ def test_mcp_demo_runs_offline_and_shows_truncation_and_paging() -> None:
     assert "Use offset=" in out
     assert "search continued with offset=" in out
     assert re.search(r"read_document\(offset=\d+\) gives the next page", out), out
+    assert "`pip install ragbudget-server` gives the `ragbudget` command" in out
+    # Each search block that shows a result cut says why, in a line of its own.
+    for block in out.split("\n--- ")[1:]:
+        if "(cut to fit)" in block.split("\nnotice:")[0]:
+            assert re.search(
+                r"^why \(cut to fit\): the [\d,]+-token budget could not hold", block, re.M
+            ), block
+    assert "why (cut to fit)" in out
     for used, budget in re.findall(r"([\d,]+) of ([\d,]+) tokens in the text", out):
         assert int(used.replace(",", "")) <= int(budget.replace(",", ""))
 
