@@ -7,8 +7,9 @@
     ragbudget stats
 
 Options default from the environment: RAGBUDGET_DB, RAGBUDGET_SERVER, RAGBUDGET_COLLECTION,
-RAGBUDGET_COUNTER, RAGBUDGET_CONNECT_TIMEOUT, RAGBUDGET_READ_TIMEOUT. Errors go to stderr
-with a non-zero exit status. Needs the `cli` extra.
+RAGBUDGET_EMBEDDING, RAGBUDGET_COUNTER, RAGBUDGET_CONNECT_TIMEOUT, RAGBUDGET_READ_TIMEOUT
+(`--help` shows each option's default and variable). Errors go to stderr with a non-zero exit
+status. Installed by `pip install ragbudget-server`.
 """
 
 from __future__ import annotations
