@@ -11,13 +11,19 @@ into an embedded Chroma store with the offline `hashing` embedding. Then:
 4. a budget smaller than the top result: it is cut, never sent whole,
 5. a `read` of the bomb in pages, each within its budget.
 
+Part 3 runs the installed `ragbudget` command (`pip install ragbudget-server` gives it) on the
+same store: `ragbudget --version`, then a `ragbudget search`.
+
     uv run --all-packages python examples/demo.py [--keep]   (--keep: store in .ragbudget-demo)
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import runpy
+import shlex
+import subprocess
 import sys
 import sysconfig
 import tempfile
@@ -31,6 +37,19 @@ from ragbudget_server.store import DocumentStore, SearchResponse
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 PACKAGES = ("json", "email", "asyncio")
 BOMB = STDLIB / "pydoc_data" / "topics.py"
+QUERY = "how are comparison operators chained"
+INSTALL = "pip install ragbudget-server"
+"""The one command that gives the `ragbudget` command (from a checkout: `uv pip install
+./packages/core ./packages/server`)."""
+
+
+def why_cut(marker: str, budget: int) -> str:
+    """The line under results marked cut: why, in plain words."""
+    return (
+        f"   {marker}: the {budget:,}-token budget could not hold these results whole, so each "
+        f"one marked {marker} shows part of its text, the lines that best match the query (the "
+        "whole text stays in the store: `read` shows it; the notice names the first cut one)"
+    )
 
 
 def _counter() -> TokenCounter:
@@ -57,6 +76,8 @@ def _show(
         cut = "  CUT" if r.cut else ""
         print(f"   {rank:>3}. {_short(r.source)}:{r.start_line}-{r.end_line}  "
               f"score {r.score}  {r.tokens} tokens{cut}")  # fmt: skip
+    if any(r.cut for r in response.results):
+        print(why_cut("CUT", budget))
     print(f"   notice: {response.notice}")
 
 
@@ -76,7 +97,7 @@ def main(folder: Path, packages: tuple[str, ...] = PACKAGES) -> dict[str, Any]:
     again = store.ingest(roots)
     print(f"   again: {again.files_unchanged} unchanged, {again.chunks_added} chunks written")
 
-    query = "how are comparison operators chained"
+    query = QUERY
     budget = 2000
     first = store.search(query, limit=20, max_tokens=budget)
     whole = store.search(query, limit=20, max_tokens=1_000_000)
@@ -110,13 +131,39 @@ def main(folder: Path, packages: tuple[str, ...] = PACKAGES) -> dict[str, Any]:
     return {"first": first, "second": second, "tiny": tiny, "pages": pages, "counter": counter}
 
 
+def run_command(folder: Path, max_tokens: int = 600) -> list[subprocess.CompletedProcess[str]]:
+    """Part 3: the installed `ragbudget` console script on the demo's store, as a user runs it."""
+    script = Path(sys.executable).with_name("ragbudget")
+    print(f"The `ragbudget` command installs in one command: {INSTALL}")
+    if not script.exists():
+        print(f"   (no `ragbudget` next to {sys.executable}: run `{INSTALL}` first)")
+        return []
+    runs = []
+    env = {**os.environ, "ANONYMIZED_TELEMETRY": "False"}
+    for args in (
+        ["--version"],
+        ["search", QUERY, "--db", str(folder), "--collection", "demo", "--limit", "5",
+         "--max-tokens", str(max_tokens)],
+    ):  # fmt: skip
+        print(f"\n$ ragbudget {shlex.join(args)}")
+        done = subprocess.run(
+            [str(script), *args], capture_output=True, text=True, env=env, check=False
+        )
+        print(done.stdout.rstrip() or done.stderr.rstrip())
+        if "(cut to fit)" in done.stdout:
+            print(why_cut("(cut to fit)", max_tokens))
+        runs.append(done)
+    return runs
+
+
 if __name__ == "__main__":
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     print("=== Part 1: fit() on retrieved chunks (examples/fit_stdlib.py)\n")
     runpy.run_path(str(Path(__file__).with_name("fit_stdlib.py")), run_name="__main__")
     print("\n=== Part 2: the document store (ingest, budgeted search, continuation, read)\n")
-    if "--keep" in sys.argv:
-        main(Path(".ragbudget-demo"))
-    else:
-        with tempfile.TemporaryDirectory(prefix="ragbudget-demo-") as tmp:
-            main(Path(tmp) / "db")
+    with tempfile.TemporaryDirectory(prefix="ragbudget-demo-") as tmp:
+        db = Path(".ragbudget-demo") if "--keep" in sys.argv else Path(tmp) / "db"
+        main(db)
+        print("\n=== Part 3: the `ragbudget` command on the same store\n")
+        if any(done.returncode for done in run_command(db)):
+            sys.exit(1)

@@ -31,11 +31,16 @@ def main(budget: int = 8192) -> dict[str, object]:
     )
     counter = get_counter()  # the dependency-free estimator
     total = sum(counter.count(c.text) for c in chunks)
-    result = fit(chunks, budget, counter=counter, max_tokens_per_chunk=2048)
+    per_chunk = 2048
+    result = fit(chunks, budget, counter=counter, max_tokens_per_chunk=per_chunk)
     print(f"{len(chunks)} chunks retrieved, {total:,} tokens ({counter.name}); budget {budget:,}")
     for chunk, tokens, rank in zip(result.chunks, result.tokens, result.ranks, strict=True):
         cut = " (cut)" if chunk.id in result.info.cut_ids else ""
         print(f"  rank {rank:>2}  score {chunk.score:.3f}  {tokens:>5} tokens  {chunk.id}{cut}")
+    if result.info.cut_ids:
+        print(f"  (cut): the file is longer than the {per_chunk:,} tokens one chunk may take "
+              "here, so fit() kept its beginning, up to the last paragraph, sentence or line "
+              "break that fits, and ended it with a marker that says so")  # fmt: skip
     print("\nTruncation report:")
     print(json.dumps(result.info.model_dump(), indent=2))
     print("\nWhat the model is told:", result.info.notice())

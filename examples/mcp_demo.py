@@ -26,6 +26,7 @@ from ragbudget import get_counter, use_bundled_tiktoken_files
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 QUERY = "how are comparison operators chained"
+CUT = "(cut to fit)"
 
 
 def _offline_tiktoken() -> str | None:
@@ -52,6 +53,11 @@ def _show(title: str, result: Any, counter: Any, budget: int) -> dict[str, Any]:
     print(f"\n--- {title}: {tokens:,} of {budget:,} tokens in the text the model reads")
     for text in texts:
         print(text if len(text) <= 500 else f"{text[:500]}... [{len(text):,} chars in all]")
+    if any(r.get("cut") for r in data.get("results") or ()):
+        print(f"why {CUT}: the {budget:,}-token budget could not hold these results whole, so each "
+              f"one marked {CUT} shows part of its text, the lines that best match the query (the "
+              "whole text stays in the store: read_document shows it; the notice names the first "
+              "cut one)")  # fmt: skip
     if data.get("notice"):
         print("notice:", data["notice"])
     return data
@@ -100,6 +106,7 @@ async def main() -> int:
         if spec:
             args += ["--counter", spec]
         command = _serve_command()
+        print("`pip install ragbudget-server` gives the `ragbudget` command; the client runs:")
         print("$", Path(command[0]).name, *command[1:], *args)
         log = Path(tmp) / "server-stderr.log"
         transport = StdioTransport(

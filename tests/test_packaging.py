@@ -147,3 +147,19 @@ def test_the_core_needs_pydantic_alone_and_ships_no_command() -> None:
     assert "scripts" not in core
     server = tomllib.loads((ROOT / "packages/server/pyproject.toml").read_text())["project"]
     assert server["scripts"] == {"ragbudget": "ragbudget_server.cli:main"}
+
+
+def test_uv_pip_install_from_a_checkout_gives_copies() -> None:
+    """README's `uv pip install ./packages/core ./packages/server` installs the packages, not
+    links into the checkout: the workspace sources would make uv install the core editable, so
+    uv's pip interface ignores them (`uv sync` keeps them). `.ci/dist-check` runs the command
+    in a fresh venv and reads site-packages (it needs the package index; this test does not)."""
+    command = "uv pip install ./packages/core ./packages/server"
+    uv = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["uv"]
+    assert uv["pip"]["no-sources"] is True
+    assert uv["sources"]["ragbudget"] == {"workspace": True}, "the dev workspace stays editable"
+    assert command in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert command in (ROOT / "docs/index.md").read_text(encoding="utf-8")
+    check = (ROOT / ".ci/dist-check").read_text(encoding="utf-8")
+    assert f"{command.removeprefix('uv pip install ')})" in check
+    assert '"editable"' in check

@@ -19,3 +19,4 @@ def test_fit_stdlib_example(capsys: pytest.CaptureFixture[str]) -> None:
     assert "pydoc_data/topics.py" in info["cut_ids"]
     assert "Use offset=" in out
     assert "Truncation report:" in out
+    assert "(cut): the file is longer than the 2,048 tokens one chunk may take" in out

@@ -1,16 +1,13 @@
-"""The MCP examples run as shipped: the stdio demo, and the Claude Desktop config's arguments."""
+"""The MCP demo runs as shipped (the Claude Desktop configs: test_client_configs.py)."""
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import sys
 from pathlib import Path
 
-import typer
 from processes import server_env
-from ragbudget_server.mcp.command import register
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
@@ -31,26 +28,13 @@ def test_mcp_demo_runs_offline_and_shows_truncation_and_paging() -> None:
     assert "Use offset=" in out
     assert "search continued with offset=" in out
     assert re.search(r"read_document\(offset=\d+\) gives the next page", out), out
+    assert "`pip install ragbudget-server` gives the `ragbudget` command" in out
+    # Each search block that shows a result cut says why, in a line of its own.
+    for block in out.split("\n--- ")[1:]:
+        if "(cut to fit)" in block.split("\nnotice:")[0]:
+            assert re.search(
+                r"^why \(cut to fit\): the [\d,]+-token budget could not hold", block, re.M
+            ), block
+    assert "why (cut to fit)" in out
     for used, budget in re.findall(r"([\d,]+) of ([\d,]+) tokens in the text", out):
         assert int(used.replace(",", "")) <= int(budget.replace(",", ""))
-
-
-def test_claude_desktop_config_arguments_parse_as_serve_options() -> None:
-    config = json.loads((EXAMPLES / "claude_desktop_config.json").read_text())
-    app = typer.Typer()
-    register(app)
-
-    @app.callback()
-    def _root() -> None:
-        """Root."""
-
-    serve = typer.main.get_command(app).commands["serve"]  # type: ignore[attr-defined]
-    servers = config["mcpServers"]
-    assert servers
-    for name, server in servers.items():
-        args = server["args"]
-        assert "serve" in args, name
-        options = args[args.index("serve") + 1 :]
-        context = serve.make_context("serve", list(options))
-        assert context.params["db"] is not None, f"{name}: give --db an absolute path"
-        assert Path(context.params["db"]).is_absolute()

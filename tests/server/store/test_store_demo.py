@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import runpy
 from pathlib import Path
 
@@ -11,8 +12,8 @@ EXAMPLES = Path(__file__).parents[3] / "examples"
 
 
 def test_store_demo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    main = runpy.run_path(str(EXAMPLES / "demo.py"))["main"]
-    shown = main(tmp_path / "db", packages=("json",))
+    demo = runpy.run_path(str(EXAMPLES / "demo.py"))
+    shown = demo["main"](tmp_path / "db", packages=("json",))
     out = capsys.readouterr().out
     counter = shown["counter"]
     first, second, tiny = shown["first"], shown["second"], shown["tiny"]
@@ -24,3 +25,22 @@ def test_store_demo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert [p.start_line for p in pages[1:]] == [p.next_offset for p in pages[:-1]]
     assert all(counter.count(p.to_text()) <= 1500 for p in pages)
     assert "again: " in out and " 0 chunks written" in out
+    # Every block that marks a result CUT says why, in a line under it.
+    blocks = out.split("\n== ")[1:]
+    cut_blocks = [b for b in blocks if re.search(r"tokens  CUT$", b, re.M)]
+    assert cut_blocks
+    for block in cut_blocks:
+        assert re.search(
+            r"^   CUT: the [\d,]+-token budget could not hold these results whole", block, re.M
+        ), block
+
+    # Part 3: the one install command, then `ragbudget --version` and a search through the
+    # console script, on the demo's store; a result the CLI cuts is explained too.
+    version, search = demo["run_command"](tmp_path / "db", max_tokens=300)
+    out = capsys.readouterr().out
+    assert "pip install ragbudget-server" in out
+    assert version.returncode == 0 and re.fullmatch(r"ragbudget \d+\.\d+\.\d+\S*\n", version.stdout)
+    assert search.returncode == 0, search.stderr
+    assert "Use --offset " in search.stdout
+    assert "(cut to fit)" in search.stdout
+    assert "(cut to fit): the 300-token budget could not hold these results whole" in out

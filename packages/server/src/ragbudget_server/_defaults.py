@@ -6,7 +6,12 @@ without paying for it.)
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_CONNECT_TIMEOUT", "DEFAULT_READ_TIMEOUT", "MAX_TIMEOUT"]
+__all__ = [
+    "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_MAX_FILE_BYTES",
+    "DEFAULT_READ_TIMEOUT",
+    "MAX_TIMEOUT",
+]
 
 DEFAULT_CONNECT_TIMEOUT = 10.0
 """Seconds to wait for a TCP (and TLS) connection to a Chroma server."""
@@ -16,3 +21,7 @@ DEFAULT_READ_TIMEOUT = 30.0
 
 MAX_TIMEOUT = 3600.0
 """Longest timeout accepted."""
+
+DEFAULT_MAX_FILE_BYTES = 4 * 1024 * 1024
+"""Largest file `ingest` reads, for `--help` (the store's own default, `store.MAX_FILE_BYTES`,
+is the same number: a test holds them together)."""

@@ -19,9 +19,11 @@ import typer
 
 from ragbudget_server._defaults import DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT
 
-__all__ = ["StoreOptions", "store_options"]
+__all__ = ["FLAG_OFF", "StoreOptions", "store_options"]
 
 DEFAULT_DB = Path(".ragbudget")
+FLAG_OFF = "off"
+"""`show_default` of a flag without a `--no-` form (typer shows no default for those)."""
 
 Db = Annotated[
     Path | None,
@@ -29,8 +31,9 @@ Db = Annotated[
         "--db",
         envvar="RAGBUDGET_DB",
         readable=False,  # the store says what is wrong with the folder, in one line
-        help="Embedded store folder [default: .ragbudget]. Use an absolute path in desktop "
-        "client configs: they start servers in an arbitrary folder.",
+        show_default=f"{DEFAULT_DB}, in the current folder",
+        help="Embedded store folder. Use an absolute path in desktop client configs: they start "
+        "servers in an arbitrary folder.",
     ),
 ]
 Server = Annotated[
@@ -38,6 +41,7 @@ Server = Annotated[
     typer.Option(
         "--server",
         envvar="RAGBUDGET_SERVER",
+        show_default="none: the --db folder",
         help="Chroma server URL instead of --db, e.g. http://127.0.0.1:8000.",
     ),
 ]
@@ -46,16 +50,16 @@ Embedding = Annotated[
     str | None,
     typer.Option(
         envvar="RAGBUDGET_EMBEDDING",
-        help="'hashing' (offline), 'minilm', or a Chroma embedding name. "
-        "[default: the collection's own, else hashing]",
+        show_default="the collection's own, else hashing",
+        help="'hashing' (offline), 'minilm', or a Chroma embedding name.",
     ),
 ]
 Counter = Annotated[
     str | None,
     typer.Option(
         envvar="RAGBUDGET_COUNTER",
-        help="Token counter: estimate, claude, chars:N, tiktoken:<encoding>, "
-        "hf:<tokenizer.json>. [default: the collection's own]",
+        show_default="the collection's own, else estimate",
+        help="Token counter: estimate, claude, chars:N, tiktoken:<encoding>, hf:<tokenizer.json>.",
     ),
 ]
 ConnectTimeout = Annotated[

@@ -7,8 +7,9 @@
     ragbudget stats
 
 Options default from the environment: RAGBUDGET_DB, RAGBUDGET_SERVER, RAGBUDGET_COLLECTION,
-RAGBUDGET_COUNTER, RAGBUDGET_CONNECT_TIMEOUT, RAGBUDGET_READ_TIMEOUT. Errors go to stderr
-with a non-zero exit status. Needs the `cli` extra.
+RAGBUDGET_EMBEDDING, RAGBUDGET_COUNTER, RAGBUDGET_CONNECT_TIMEOUT, RAGBUDGET_READ_TIMEOUT
+(`--help` shows each option's default and variable). Errors go to stderr with a non-zero exit
+status. Installed by `pip install ragbudget-server`.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ except ImportError as exc:  # only in a broken install (tests simulate it in a s
         raise SystemExit(f"error: {msg}") from None
     raise ImportError(msg) from None
 
-from ragbudget_server._options import StoreOptions, store_options
+from ragbudget_server._defaults import DEFAULT_MAX_FILE_BYTES
+from ragbudget_server._options import FLAG_OFF, StoreOptions, store_options
 
 __all__ = ["app", "main"]
 
@@ -70,7 +72,10 @@ out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False)
 
 Json = Annotated[
-    bool, typer.Option("--json", help="Print the whole response as JSON (budgeted as JSON).")
+    bool,
+    typer.Option(
+        "--json", show_default=FLAG_OFF, help="Print the whole response as JSON (budgeted as JSON)."
+    ),
 ]
 OFFSET_HINT = "--offset {offset}"
 """How a notice on the command line says where to continue."""
@@ -104,7 +109,10 @@ def ingest(
     prune: Annotated[bool, typer.Option(help="Remove the chunks of files that are gone.")] = False,
     max_file_bytes: Annotated[
         int | None,
-        typer.Option(help="Skip files larger than this many bytes. [default: 4194304 (4 MiB)]"),
+        typer.Option(
+            show_default=f"{DEFAULT_MAX_FILE_BYTES:,} bytes, 4 MiB",
+            help="Skip files larger than this many bytes.",
+        ),
     ] = None,
     watch: Annotated[
         bool,
@@ -188,8 +196,12 @@ def search(
         int, typer.Option(help="Ranked results to skip (a notice says where to continue).")
     ] = 0,
     concise: Annotated[bool, typer.Option(help="Short snippets and fewer fields.")] = False,
-    file_type: Annotated[str | None, typer.Option(help="Only this extension, e.g. py.")] = None,
-    directory: Annotated[Path | None, typer.Option(help="Only files under this folder.")] = None,
+    file_type: Annotated[
+        str | None, typer.Option(show_default="any", help="Only this extension, e.g. py.")
+    ] = None,
+    directory: Annotated[
+        Path | None, typer.Option(show_default="anywhere", help="Only files under this folder.")
+    ] = None,
     evidence: Annotated[
         bool,
         typer.Option(
@@ -202,13 +214,16 @@ def search(
         ),
     ] = True,
     max_per_source: Annotated[
-        int | None, typer.Option(help="Most results per file (with --evidence).", min=1)
+        int | None,
+        typer.Option(show_default="no cap", help="Most results per file (with --evidence).", min=1),
     ] = None,
     as_json: Json = False,
     explain: Annotated[
         bool,
         typer.Option(
-            "--explain", help="Show each candidate (kept, cut, dropped) and the budget spent."
+            "--explain",
+            show_default=FLAG_OFF,
+            help="Show each candidate (kept, cut, dropped) and the budget spent.",
         ),
     ] = False,
     *,
@@ -246,7 +261,9 @@ def read(
     char_offset: Annotated[
         int, typer.Option(help="Start inside line --offset, at this character (a notice says).")
     ] = 0,
-    limit: Annotated[int | None, typer.Option(help="Most lines.")] = None,
+    limit: Annotated[
+        int | None, typer.Option(show_default="as many as --max-tokens holds", help="Most lines.")
+    ] = None,
     max_tokens: Annotated[int, typer.Option(help="Token budget for the whole response.")] = 8192,
     as_json: Json = False,
     *,

@@ -15,7 +15,11 @@ from pydantic import ValidationError
 
 from ragbudget_server._options import DEFAULT_DB, StoreOptions, store_options
 from ragbudget_server.mcp.http_security import check_allowed, check_auth_token, run_http
-from ragbudget_server.mcp.settings import ServerSettings
+from ragbudget_server.mcp.settings import (
+    CLAUDE_MAX_TOKENS_CEILING,
+    DEFAULT_MAX_TOKENS_CEILING,
+    ServerSettings,
+)
 
 __all__ = ["HTTP_PATH", "Transport", "register", "serve"]
 
@@ -95,6 +99,7 @@ def serve(
         list[Path] | None,
         typer.Option(
             "--allow-root",
+            show_default="none: ingest is off",
             help="Folder the ingest tool may index (repeatable). Without one, ingest is off.",
         ),
     ] = None,
@@ -103,21 +108,24 @@ def serve(
         typer.Option(
             "--allow-hard-links",
             envvar="RAGBUDGET_ALLOW_HARD_LINKS",
+            show_default="off: refused",
             help="Let ingest index hard-linked files under the roots (their other names may "
-            "lie outside them). Refused by default.",
+            "lie outside them).",
         ),
     ] = False,
     max_tokens_ceiling: Annotated[
         int | None,
         typer.Option(
-            help="Cap on any tool call's max_tokens; larger asks are clamped. [default: 14,500, "
-            "or 25,000 with --counter claude: Claude Code's default 25,000-token limit]"
+            show_default=f"{DEFAULT_MAX_TOKENS_CEILING:,}, or {CLAUDE_MAX_TOKENS_CEILING:,} with "
+            f"--counter claude: Claude Code's default {CLAUDE_MAX_TOKENS_CEILING:,}-token limit",
+            help="Cap on any tool call's max_tokens; larger asks are clamped.",
         ),
     ] = None,
     auth_token: Annotated[
         str | None,
         typer.Option(
             envvar="RAGBUDGET_AUTH_TOKEN",
+            show_default="none: no token asked",
             help="HTTP only: require 'Authorization: Bearer <token>' on every request.",
         ),
     ] = None,
@@ -126,6 +134,7 @@ def serve(
         typer.Option(
             "--allow-host",
             envvar="RAGBUDGET_ALLOW_HOST",
+            show_default="none: loopback and the bind address only",
             help="HTTP only: a Host header to accept besides loopback and the bind address "
             "(repeatable; fnmatch patterns; env: space-separated). Others get 421.",
         ),
@@ -135,6 +144,7 @@ def serve(
         typer.Option(
             "--allow-origin",
             envvar="RAGBUDGET_ALLOW_ORIGIN",
+            show_default="none: loopback and same-origin only",
             help="HTTP only: a browser Origin to accept besides loopback and same-origin, "
             "e.g. https://app.example (repeatable; env: space-separated). Others get 403.",
         ),
