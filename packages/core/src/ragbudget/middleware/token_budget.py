@@ -27,6 +27,7 @@ from ragbudget.limits import DEFAULT_MAX_TOKENS_CEILING
 from ragbudget.middleware.json_trim import path_label
 from ragbudget.middleware.page_cache import PageCache
 from ragbudget.middleware.paging import UNIT_NAMES, Page, Remainder, more_call
+from ragbudget.middleware.receipts import Receipts
 from ragbudget.middleware.result_guard import RETRIES, GuardOutcome, ResultGuard, visible_text
 
 __all__ = ["MIN_MAX_TOKENS", "TokenBudgetMiddleware"]
@@ -88,6 +89,9 @@ class TokenBudgetMiddleware(ToolInjectionMiddleware):
         continuation: False for servers whose tools page by themselves: no `more` tool, no
             cache; a cut result's notice then asks for less instead.
 
+    A server that budgets its own answers hands their counts over with `vouch`, so they are
+    not counted twice; every other result is measured here.
+
     Instantiate:
         ```python
         from fastmcp import FastMCP
@@ -143,7 +147,22 @@ class TokenBudgetMiddleware(ToolInjectionMiddleware):
             clock=clock,
         )
         self.guard = ResultGuard(self.counter, self.cache, more_tool if continuation else None)
+        self.receipts = Receipts()
         super().__init__([self._make_more_tool()] if continuation else [])
+
+    def vouch(self, result: ToolResult, *, tokens: int, counter: str) -> None:
+        """Take `tokens` as what `result`'s content blocks count (by the counter named
+        `counter`), measured by the server this middleware guards: the result is then passed
+        without being counted again.
+
+        For the server's own code, which holds this middleware: the receipt stays here, keyed
+        by the result object (see `ragbudget.middleware.receipts`), so no tool result can
+        carry a count this middleware believes. It holds for this object as it is now (a
+        result whose blocks changed after is measured as any other) and for one call. A count
+        by this middleware's own counter is still checked against the tool's budget (a result
+        over it is cut as any other); one by another counter is the server's own check.
+        """
+        self.receipts.file(result, tokens, counter)
 
     def budget_for(self, tool: str) -> int | None:
         """The budget `tool`'s results get (None: the tool is excluded)."""
@@ -183,8 +202,13 @@ class TokenBudgetMiddleware(ToolInjectionMiddleware):
             return result
         name = context.message.name
         budget = self.budget_for(name)
+        receipt = self.receipts.redeem(result)
         if budget is None:
             return result
+        if receipt is not None and (
+            receipt.counter != self.counter.name or receipt.tokens <= budget
+        ):
+            return result  # measured by the server itself: not counted again
         chars = sum(len(visible_text(block)) for block in result.content)
         if chars <= INLINE_CHARS:
             if self.guard.within(result, budget):

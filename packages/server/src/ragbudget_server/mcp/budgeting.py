@@ -4,7 +4,8 @@ The store budgets its own rendering and reports the count it measured
 (`SearchResponse.measured()`); the server checks that count against the call's budget once,
 before sending, without counting again. The check cannot fire silently: were the store ever to
 overshoot, the call fails with an error (logged at ERROR) instead of sending an over-budget
-result.
+result. This is the one check of the budget: the count then goes with the result to the
+server's `TokenBudgetMiddleware` (`ServerState.measured`), which does not count it again.
 """
 
 from __future__ import annotations

@@ -76,13 +76,14 @@ def create_server(
     (`settings.server_counter`), so answers stay within budget by the real tokenizer.
     """
     settings = settings if settings is not None else ServerSettings()
+    guard = _guard(settings, store)
 
     @asynccontextmanager
     async def lifespan(server: FastMCP[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
         if store is not None:
-            state = ServerState(settings, store=store)
+            state = ServerState(settings, store=store, guard=guard)
         else:
-            state = ServerState(settings, opener=partial(open_store, settings))
+            state = ServerState(settings, opener=partial(open_store, settings), guard=guard)
             if settings.server is None:
                 await state.ready()  # an embedded store that cannot open stops the server
             else:
@@ -110,11 +111,20 @@ def create_server(
         auth=BearerTokenVerifier(auth_token) if auth_token else None,
     )
     register_tools(mcp, settings)
-    # The last line of defence: the tools fit their own budgets (and page by themselves), so
-    # this catches only a bug; the slack covers counting with another counter than the store's
-    # (its own is known only once it is open).
+    mcp.add_middleware(guard)
+    return mcp
+
+
+def _guard(settings: ServerSettings, store: DocumentStore | None) -> TokenBudgetMiddleware:
+    """The last line of defence over every tool result.
+
+    The budgeted tools fit their own answers (and page by themselves) and hand it the count
+    they measured (`ServerState.measured`), so it counts those answers no second time; it
+    measures every other result (`stats`, `ingest`, a tool added to the server). The slack
+    covers counting with another counter than the store's (its own is known only once it is
+    open).
+    """
     spec = settings.counter if settings.counter is not None or store is None else store.counter
     counter = get_counter(spec)
     limit = int((settings.max_tokens_ceiling or default_ceiling(counter)) * LAST_LINE_SLACK)
-    mcp.add_middleware(TokenBudgetMiddleware(limit, counter=counter, continuation=False))
-    return mcp
+    return TokenBudgetMiddleware(limit, counter=counter, continuation=False)

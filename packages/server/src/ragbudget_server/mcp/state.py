@@ -9,7 +9,9 @@ from concurrent.futures import Future
 
 import anyio
 import anyio.to_thread
+from fastmcp.tools import ToolResult
 from ragbudget.counters import TokenCounter, get_counter
+from ragbudget.middleware.token_budget import TokenBudgetMiddleware
 
 from ragbudget_server.mcp.settings import ServerSettings, default_ceiling, server_counter
 from ragbudget_server.store import DocumentStore
@@ -20,12 +22,15 @@ logger = logging.getLogger(__name__)
 
 
 class ServerState:
-    """The store every tool uses, its counter, the settings and the ingest lock.
+    """The store every tool uses, its counter, the settings, the ingest lock and the guard.
 
     The store is opened by `opener` in a thread of its own: `start_opening()` starts it
     without waiting (the server answers `initialize` meanwhile, however slow the Chroma server
     is), and each tool call awaits `ready()`. When opening fails, that call reports the error
     and the next call tries again, so a Chroma server that comes up later is picked up.
+
+    `guard` is the server's own `TokenBudgetMiddleware`: `measured` hands it the count a tool
+    measured of its result, so that the result is not counted again.
     """
 
     def __init__(
@@ -34,6 +39,7 @@ class ServerState:
         *,
         store: DocumentStore | None = None,
         opener: Callable[[], DocumentStore] | None = None,
+        guard: TokenBudgetMiddleware | None = None,
     ) -> None:
         if store is None and opener is None:
             msg = "give the store or an opener"
@@ -42,6 +48,7 @@ class ServerState:
         self.ingest_lock = anyio.Lock()
         self._store = store
         self._opener = opener
+        self._guard = guard
         self._counter = get_counter(settings.counter) if settings.counter is not None else None
         self._by_format: dict[str, TokenCounter] = {}
         self._pending: Future[DocumentStore] | None = None
@@ -71,6 +78,13 @@ class ServerState:
         if format not in self._by_format:
             self._by_format[format] = server_counter(self.base_counter, format)
         return self._by_format[format]
+
+    def measured(self, result: ToolResult, tokens: int, counter: TokenCounter) -> ToolResult:
+        """`result`, whose content blocks count `tokens` by `counter` (added up one by one),
+        vouched for with the server's guard, which then passes it without counting it again."""
+        if self._guard is not None:
+            self._guard.vouch(result, tokens=tokens, counter=counter.name)
+        return result
 
     @property
     def ceiling(self) -> int:

@@ -6,7 +6,9 @@ The result's single data block is the store's own `to_text()` (budgeted by the s
 measured count the server checks before it leaves: see `budgeting`); when the ask was above the
 server's ceiling, a short clamp notice comes first as its own block and the store gets the
 ceiling minus that notice's tokens. The structured content (the pydantic response, matching
-the declared output schema) is not sent a second time as text.
+the declared output schema) is not sent a second time as text. The count travels with the
+result to the server's `TokenBudgetMiddleware` (`ServerState.measured`), so each answer is
+counted once.
 """
 
 from __future__ import annotations
@@ -123,7 +125,9 @@ async def _budgeted(
 
     The content is the clamp notice (only when the ask was above the ceiling) and the store's
     `to_text()`; the two together count at most the effective budget. The structured content
-    is the store's response itself.
+    is the store's response itself. Each is counted once: the store's text by the store (its
+    measure is checked here), the notice here; the total goes to the server's guard with the
+    result (`ServerState.measured`), which does not count it again.
     """
     effective, notice = clamp_budget(max_tokens, state.ceiling)
     blocks: list[TextContent] = [] if notice is None else [TextContent(type="text", text=notice)]
@@ -136,7 +140,7 @@ async def _budgeted(
     message = warning(response, effective - reserved)
     if message is not None:
         await _warn(ctx, message)
-    return ToolResult(
+    result = ToolResult(
         content=[*blocks, TextContent(type="text", text=text)],
         structured_content=response.model_dump(mode="json"),
         meta={
@@ -149,6 +153,7 @@ async def _budgeted(
             }
         },
     )
+    return state.measured(result, used + reserved, counter)  # counted once: the guard trusts it
 
 
 async def search(

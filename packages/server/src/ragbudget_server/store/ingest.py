@@ -1,4 +1,8 @@
-"""Turning files into Chroma records, and writing them so that a crash can never corrupt.
+"""Ingest: turning files into Chroma records, and writing them so that a crash can never corrupt.
+
+`ingest_files` walks the files under the roots given, plans each file's records against what
+the collection holds for it, and writes the plans in batches (`DocumentStore.ingest` checks
+its arguments and calls it).
 
 Each chunk's id hashes its source, its position and its text, so the same file chunked the same
 way gives the same ids: ingesting again writes nothing. Every chunk of a file carries the file's
@@ -16,19 +20,33 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import PurePath
-from typing import Any
+from pathlib import Path, PurePath
+from typing import TYPE_CHECKING, Any
 
+from ragbudget._shown import shown
 from ragbudget.counters import TokenCounter
+
+from ragbudget_server.store.errors import StoreError
+from ragbudget_server.store.files import read_text, walk
+from ragbudget_server.store.models import FileProblem, IngestReport
+from ragbudget_server.store.paths import user_path
+
+if TYPE_CHECKING:
+    from ragbudget_server.store.backend import ChromaBackend
 
 __all__ = [
     "RECIPE_VERSION",
     "FilePlan",
+    "Progress",
     "Record",
+    "Refuse",
     "Writer",
+    "check_roots",
     "file_hash",
+    "ingest_files",
     "is_complete",
     "plan_file",
     "plan_records",
@@ -40,6 +58,11 @@ RECIPE_VERSION = "1"
 """Bumped when chunking or metadata change, so files get re-chunked on the next ingest."""
 
 Metadata = dict[str, Any]
+
+Progress = Callable[[int, int, str], None]
+"""`on_progress(done_files, total_files, current_path)`, called after each file."""
+Refuse = Callable[[Path], str | None]
+"""Why a file found must be left out (None: it may be indexed)."""
 
 
 @dataclass(frozen=True)
@@ -210,3 +233,123 @@ class Writer:
         for i in range(0, len(deletes), self._batch):
             self._collection.delete(ids=deletes[i : i + self._batch])
             self.deleted += len(deletes[i : i + self._batch])
+
+
+# -- the walk: files in, a report out ------------------------------------------------------------
+
+
+def check_roots(paths: Any) -> list[Path]:
+    """The files and folders `paths` names (one path or a sequence), each existing."""
+    if isinstance(paths, str | os.PathLike):
+        paths = [paths]
+    if not isinstance(paths, Sequence) or not paths:
+        msg = f"paths must name at least one file or folder, got {shown(paths)}"
+        raise StoreError(msg)
+    roots = []
+    for p in paths:
+        if not isinstance(p, str | os.PathLike) or not os.fspath(p):
+            msg = f"paths must be file or folder paths, got {shown(p)}"
+            raise StoreError(msg)
+        root = user_path("paths", os.fspath(p))
+        if not root.exists():
+            msg = f"path does not exist: {shown(os.fspath(p))}"
+            raise StoreError(msg)
+        roots.append(root)
+    return roots
+
+
+def ingest_files(
+    backend: ChromaBackend,
+    roots: list[Path],
+    *,
+    chunk_tokens: int,
+    overlap: int,
+    prune: bool,
+    on_progress: Progress | None,
+    max_file_bytes: int,
+    batch_size: int,
+    refuse: Refuse | None,
+) -> IngestReport:
+    """Chunk and store the text and code files under `roots` (`DocumentStore.ingest`, whose
+    arguments are checked): a file at a time, its plan against what the collection holds,
+    written in batches; with `prune`, the chunks of files under `roots` no longer found go."""
+    exclude = backend.path.resolve() if backend.path is not None else None
+    candidates = list(walk(roots, exclude=exclude))
+    collection = backend.open(create=True)
+    backend.record_counter()
+    recipe = f"{RECIPE_VERSION}:{chunk_tokens}:{overlap}:{backend.counter.name}"
+    report = IngestReport(files_seen=len(candidates))
+    writer = Writer(collection, backend.embed, batch_size)
+    kept: set[str] = set()
+    total = len(candidates)
+    for start in range(0, total, 64):
+        group = candidates[start : start + 64]
+        held = _held(backend, [c.path.as_posix() for c in group])
+        for i, candidate in enumerate(group, start=start + 1):
+            source = candidate.path.as_posix()
+            existing = held.get(source, {})
+            try:
+                reason = refuse(candidate.path) if refuse is not None else None
+                text, data, reason = (
+                    (None, None, reason)
+                    if reason is not None
+                    else read_text(candidate.path, max_file_bytes)
+                )
+            except OSError as exc:
+                report.errors.append(FileProblem(path=source, reason=str(exc)))
+                kept.add(source)  # unreadable now is not gone: never pruned
+                text = data = reason = None
+            if reason is not None:
+                report.files_skipped.append(FileProblem(path=source, reason=reason))
+                if existing:  # indexed before, unindexable now: its old text must go
+                    writer.push(FilePlan(source, delete=sorted(existing)))
+                    removed = f"{reason}; its {len(existing)} stored chunks were removed"
+                    report.files_removed.append(FileProblem(path=source, reason=removed))
+            elif text is not None and data is not None:
+                kept.add(source)
+                fhash = file_hash(data, recipe)
+                if is_complete(existing, fhash):
+                    report.files_unchanged += 1
+                else:
+                    records = plan_records(
+                        source, text, fhash,
+                        chunk_tokens=chunk_tokens, overlap=overlap, counter=backend.counter,
+                    )  # fmt: skip
+                    writer.push(plan_file(source, records, existing))
+                    report.files_ingested += 1
+            if on_progress is not None:
+                on_progress(i, total, source)
+    writer.flush()
+    report.chunks_added, report.chunks_deleted = writer.added, writer.deleted
+    if prune:
+        report.sources_pruned, pruned_chunks = _prune(backend, roots, kept)
+        report.chunks_deleted += pruned_chunks
+    logger.info(
+        "ingested %d files (%d unchanged, %d skipped): %d chunks added, %d deleted",
+        report.files_ingested, report.files_unchanged, len(report.files_skipped),
+        report.chunks_added, report.chunks_deleted,
+    )  # fmt: skip
+    return report
+
+
+def _held(backend: ChromaBackend, sources: list[str]) -> dict[str, dict[str, Metadata]]:
+    """What the collection holds for each of `sources`: id -> metadata."""
+    held: dict[str, dict[str, Metadata]] = {}
+    for id_, meta in backend.metadatas({"source": {"$in": sources}}):
+        held.setdefault(str(meta.get("source")), {})[id_] = meta
+    return held
+
+
+def _prune(backend: ChromaBackend, roots: list[Path], kept: set[str]) -> tuple[int, int]:
+    """Delete the chunks of documents under `roots` whose file was not found this time."""
+    prefixes = [r.as_posix() for r in roots]
+    gone: dict[str, list[str]] = {}
+    for id_, meta in backend.metadatas():
+        source = str(meta.get("source", ""))
+        under = any(source == p or source.startswith(p.rstrip("/") + "/") for p in prefixes)
+        if under and source not in kept:
+            gone.setdefault(source, []).append(id_)
+    ids = [i for group in gone.values() for i in group]
+    for i in range(0, len(ids), 1000):
+        backend.require().delete(ids=ids[i : i + 1000])
+    return len(gone), len(ids)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 from ragbudget._shown import shown
@@ -17,9 +16,7 @@ from ragbudget_server.store import live
 from ragbudget_server.store.backend import DEFAULT_PATH, ChromaBackend
 from ragbudget_server.store.embedding import embedding_label
 from ragbudget_server.store.errors import StoreError
-from ragbudget_server.store.files import read_text, walk
 from ragbudget_server.store.models import (
-    FileProblem,
     Format,
     IngestReport,
     ReadResponse,
@@ -46,9 +43,6 @@ MAX_OFFSET = 10_000
 MAX_TOKENS = 1_000_000
 MAX_QUERY_CHARS = 10_000
 MAX_FILE_BYTES = 4 * 1024 * 1024
-
-Progress = Callable[[int, int, str], None]
-Refuse = Callable[[Path], str | None]
 
 
 def _check_int(name: str, value: Any, low: int, high: int) -> int:
@@ -197,10 +191,10 @@ class DocumentStore:
         chunk_tokens: int = 512,
         overlap: int = 64,
         prune: bool = False,
-        on_progress: Progress | None = None,
+        on_progress: _ingest.Progress | None = None,
         max_file_bytes: int = MAX_FILE_BYTES,
         batch_size: int = 256,
-        refuse: Refuse | None = None,
+        refuse: _ingest.Refuse | None = None,
     ) -> IngestReport:
         """Chunk and store the text and code files under `paths`; see the class docstring.
 
@@ -210,109 +204,19 @@ class DocumentStore:
         out but has chunks stored from an earlier ingest loses them (`files_removed` says so),
         so a search never returns text the file no longer holds.
         """
-        roots = self._check_roots(paths)
+        roots = _ingest.check_roots(paths)
         _check_int("chunk_tokens", chunk_tokens, 16, 100_000)
         _check_int("overlap", overlap, 0, chunk_tokens - 1)
         _check_int("max_file_bytes", max_file_bytes, 1, 1 << 31)
         _check_int("batch_size", batch_size, 1, 5000)
-        b = self._backend
-        exclude = b.path.resolve() if b.path is not None else None
-        candidates = list(walk(roots, exclude=exclude))
-        collection = b.open(create=True)
-        b.record_counter()
-        recipe = f"{_ingest.RECIPE_VERSION}:{chunk_tokens}:{overlap}:{self._backend.counter.name}"
-        report = IngestReport(files_seen=len(candidates))
-        writer = _ingest.Writer(collection, b.embed, batch_size)
-        kept: set[str] = set()
-        total = len(candidates)
-        for start in range(0, total, 64):
-            group = candidates[start : start + 64]
-            held = self._held([c.path.as_posix() for c in group])
-            for i, candidate in enumerate(group, start=start + 1):
-                source = candidate.path.as_posix()
-                existing = held.get(source, {})
-                try:
-                    reason = refuse(candidate.path) if refuse is not None else None
-                    text, data, reason = (
-                        (None, None, reason)
-                        if reason is not None
-                        else read_text(candidate.path, max_file_bytes)
-                    )
-                except OSError as exc:
-                    report.errors.append(FileProblem(path=source, reason=str(exc)))
-                    kept.add(source)  # unreadable now is not gone: never pruned
-                    text = data = reason = None
-                if reason is not None:
-                    report.files_skipped.append(FileProblem(path=source, reason=reason))
-                    if existing:  # indexed before, unindexable now: its old text must go
-                        writer.push(_ingest.FilePlan(source, delete=sorted(existing)))
-                        removed = f"{reason}; its {len(existing)} stored chunks were removed"
-                        report.files_removed.append(FileProblem(path=source, reason=removed))
-                elif text is not None and data is not None:
-                    kept.add(source)
-                    fhash = _ingest.file_hash(data, recipe)
-                    if _ingest.is_complete(existing, fhash):
-                        report.files_unchanged += 1
-                    else:
-                        records = _ingest.plan_records(
-                            source, text, fhash,
-                            chunk_tokens=chunk_tokens, overlap=overlap, counter=b.counter,
-                        )  # fmt: skip
-                        writer.push(_ingest.plan_file(source, records, existing))
-                        report.files_ingested += 1
-                if on_progress is not None:
-                    on_progress(i, total, source)
-        writer.flush()
-        self._sources = None
-        report.chunks_added, report.chunks_deleted = writer.added, writer.deleted
-        if prune:
-            report.sources_pruned, pruned_chunks = self._prune(roots, kept)
-            report.chunks_deleted += pruned_chunks
-        logger.info(
-            "ingested %d files (%d unchanged, %d skipped): %d chunks added, %d deleted",
-            report.files_ingested, report.files_unchanged, len(report.files_skipped),
-            report.chunks_added, report.chunks_deleted,
-        )  # fmt: skip
-        return report
-
-    def _check_roots(self, paths: Any) -> list[Path]:
-        if isinstance(paths, str | os.PathLike):
-            paths = [paths]
-        if not isinstance(paths, Sequence) or not paths:
-            msg = f"paths must name at least one file or folder, got {shown(paths)}"
-            raise StoreError(msg)
-        roots = []
-        for p in paths:
-            if not isinstance(p, str | os.PathLike) or not os.fspath(p):
-                msg = f"paths must be file or folder paths, got {shown(p)}"
-                raise StoreError(msg)
-            root = user_path("paths", os.fspath(p))
-            if not root.exists():
-                msg = f"path does not exist: {shown(os.fspath(p))}"
-                raise StoreError(msg)
-            roots.append(root)
-        return roots
-
-    def _held(self, sources: list[str]) -> dict[str, dict[str, dict[str, Any]]]:
-        """What the collection holds for each of `sources`: id -> metadata."""
-        held: dict[str, dict[str, dict[str, Any]]] = {}
-        for id_, meta in self._backend.metadatas({"source": {"$in": sources}}):
-            held.setdefault(str(meta.get("source")), {})[id_] = meta
-        return held
-
-    def _prune(self, roots: list[Path], kept: set[str]) -> tuple[int, int]:
-        """Delete the chunks of documents under `roots` whose file was not found this time."""
-        prefixes = [r.as_posix() for r in roots]
-        gone: dict[str, list[str]] = {}
-        for id_, meta in self._backend.metadatas():
-            source = str(meta.get("source", ""))
-            under = any(source == p or source.startswith(p.rstrip("/") + "/") for p in prefixes)
-            if under and source not in kept:
-                gone.setdefault(source, []).append(id_)
-        ids = [i for group in gone.values() for i in group]
-        for i in range(0, len(ids), 1000):
-            self._backend.require().delete(ids=ids[i : i + 1000])
-        return len(gone), len(ids)
+        try:
+            return _ingest.ingest_files(
+                self._backend, roots, chunk_tokens=chunk_tokens, overlap=overlap, prune=prune,
+                on_progress=on_progress, max_file_bytes=max_file_bytes, batch_size=batch_size,
+                refuse=refuse,
+            )  # fmt: skip
+        finally:
+            self._sources = None  # the documents stored may have changed
 
     # -- search and read ------------------------------------------------------------------------
 
