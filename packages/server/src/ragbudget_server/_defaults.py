@@ -23,5 +23,5 @@ MAX_TIMEOUT = 3600.0
 """Longest timeout accepted."""
 
 DEFAULT_MAX_FILE_BYTES = 4 * 1024 * 1024
-"""Largest file `ingest` reads, for `--help` (the store's own default, `store.MAX_FILE_BYTES`,
-is the same number: a test holds them together)."""
+"""Largest file `ingest` reads: the store's default (`store.MAX_FILE_BYTES`), here so that
+`--help` shows it without loading Chroma."""

@@ -11,6 +11,7 @@ from typing import Any
 from ragbudget._shown import shown
 from ragbudget.counters import CounterSpec, TokenCounter, get_counter
 
+from ragbudget_server._defaults import DEFAULT_MAX_FILE_BYTES
 from ragbudget_server.store import ingest as _ingest
 from ragbudget_server.store import live
 from ragbudget_server.store.backend import DEFAULT_PATH, ChromaBackend
@@ -42,7 +43,7 @@ MAX_LIMIT = 1000
 MAX_OFFSET = 10_000
 MAX_TOKENS = 1_000_000
 MAX_QUERY_CHARS = 10_000
-MAX_FILE_BYTES = 4 * 1024 * 1024
+MAX_FILE_BYTES = DEFAULT_MAX_FILE_BYTES
 
 
 def _check_int(name: str, value: Any, low: int, high: int) -> int:
