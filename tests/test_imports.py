@@ -36,7 +36,7 @@ PINNED = {
         "BudgetResult", "CUT_MARKER", "CallableCounter", "CharsCounter", "Chunk", "CounterSpec",
         "CutChunk", "EstimateCounter", "Fitted", "HFCounter", "Order", "Oversize",
         "PartsCounter", "RagbudgetError", "RenderChunk", "Strategy", "TextChunk",
-        "TextTruncation", "TiktokenCounter", "TokenCounter", "TruncationInfo", "chunk_text",
+        "TextTruncation", "TiktokenCounter", "TokenCounter", "TruncationInfo", "WalledCounter", "Walls", "chunk_text",
         "count_many", "cut_text", "cut_to_tokens", "fit", "get_counter", "largest_prefix",
         "least_budget", "rank_chunks", "stated_count", "truncate_head", "truncate_tail",
         "use_bundled_tiktoken_files", "with_marker",

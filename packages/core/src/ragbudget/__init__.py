@@ -33,6 +33,7 @@ from ragbudget.counters import (
 )
 from ragbudget.errors import RagbudgetError
 from ragbudget.fitting import Fitted, cut_text, largest_prefix, least_budget, stated_count
+from ragbudget.limits import WalledCounter, Walls
 from ragbudget.models import BudgetResult, Chunk, TruncationInfo
 from ragbudget.parts import PartsCounter
 from ragbudget.truncate import TextTruncation, truncate_head, truncate_tail
@@ -59,6 +60,8 @@ __all__ = [
     "TiktokenCounter",
     "TokenCounter",
     "TruncationInfo",
+    "WalledCounter",
+    "Walls",
     "chunk_text",
     "count_many",
     "cut_text",

@@ -1,15 +1,46 @@
-"""The walls MCP clients put on a tool result, as budgets: what the middleware and the server
-default to.
+"""Walls: the limits a client puts on one tool result, and the known clients' profiles.
 
-Claude Code warns at 10,000 tokens of MCP tool output and refuses more than 25,000 by default
-(`MAX_MCP_OUTPUT_TOKENS`), counted by Claude's tokenizer, which publishes no tokenizer and
-counts up to ~1.7x o200k. A budget counted by any other counter defaults to
-`DEFAULT_MAX_TOKENS_CEILING`, which stays under Claude Code's wall whatever the model.
+A client stops reading a tool result at more than one wall: Claude Code refuses more than
+25,000 tokens of it (`MAX_MCP_OUTPUT_TOKENS`) and, separately, saves any result over 50,000
+characters to a file and shows the model a 2 KB preview; Codex keeps about 10,000 tokens;
+Copilot CLI drops the middle past 10 KB. A budget is therefore a set of `Walls` checked on the
+exact text a client gets: tokens by the counter in use, characters, and UTF-8 bytes.
+
+`WalledCounter` makes every budgeted surface stop at whichever wall comes first without a new
+argument anywhere: it counts a text in *budget units*, the largest of its tokens, its characters
+times `tokens / chars` and its bytes times `tokens / bytes` (each rounded up), so a text fits all
+the walls exactly when its units are at most `walls.tokens`. Units of parts add up to at least
+the units of their characters and bytes together, so a sum of parts within the budget keeps the
+joined text within every wall too. `WalledCounter.bound` says which wall binds.
+
+`PROFILES` lists the walls of the clients people use, each with its source (docs/mcp.md has the
+table); `profile_for(client_name)` picks one from the name a client sends at `initialize`,
+`DEFAULT_PROFILE` for a client it does not know.
 """
 
 from __future__ import annotations
 
-__all__ = ["CLAUDE_MAX_TOKENS_CEILING", "DEFAULT_MAX_TOKENS_CEILING"]
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+from ragbudget.counters import TokenCounter
+
+__all__ = [
+    "CLAUDE_MAX_TOKENS_CEILING",
+    "DEFAULT_MAX_TOKENS_CEILING",
+    "DEFAULT_PROFILE",
+    "PROFILES",
+    "ClientProfile",
+    "Measured",
+    "Wall",
+    "WalledCounter",
+    "Walls",
+    "profile_for",
+]
+
+Wall = Literal["tokens", "chars", "bytes"]
+"""The name of one wall."""
 
 CLAUDE_MAX_TOKENS_CEILING = 25_000
 """Claude Code warns at 10,000 tokens of MCP tool output and refuses more than 25,000 by
@@ -20,3 +51,256 @@ DEFAULT_MAX_TOKENS_CEILING = 14_500
 """The ceiling in cl100k/o200k-like tokens (any other counter): Claude Code's 25,000 over
 ~1.7, the largest published inflation of Claude's tokenizers over o200k, so an answer at the
 ceiling stays under Claude Code's default limit whatever the model."""
+
+
+def _limit(name: str, value: object, *, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        msg = f"{name} must be an int, got {value!r}"
+        raise TypeError(msg)
+    if value < minimum:
+        msg = f"{name} must be >= {minimum}, got {value}"
+        raise ValueError(msg)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One text's size against each wall."""
+
+    tokens: int
+    """By the counter in use."""
+    chars: int
+    """Unicode code points (`len`)."""
+    bytes: int
+    """UTF-8 bytes."""
+
+
+@dataclass(frozen=True)
+class Walls:
+    """The limits one answer must stay within, all checked on the exact text a client gets.
+
+    Key init args:
+        tokens: the most tokens, by the counter the budget is counted with (>= 0).
+        chars: the most characters, or None for no such wall (>= 1).
+        bytes: the most UTF-8 bytes, or None for no such wall (>= 1).
+
+    Use:
+        ```python
+        from ragbudget import fit, get_counter
+        from ragbudget.limits import WalledCounter, Walls
+
+        walls = Walls(tokens=25_000, chars=50_000)
+        counter = WalledCounter(get_counter(), walls)
+        result = fit(chunks, walls.tokens, counter=counter)  # within both walls
+        ```
+    """
+
+    tokens: int
+    chars: int | None = None
+    bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        _limit("tokens", self.tokens, minimum=0)
+        if self.chars is not None:
+            _limit("chars", self.chars, minimum=1)
+        if self.bytes is not None:
+            _limit("bytes", self.bytes, minimum=1)
+
+    def crossed(self, size: Measured) -> Wall | None:
+        """The first wall `size` is over (tokens, then characters, then bytes), or None."""
+        if size.tokens > self.tokens:
+            return "tokens"
+        if self.chars is not None and size.chars > self.chars:
+            return "chars"
+        if self.bytes is not None and size.bytes > self.bytes:
+            return "bytes"
+        return None
+
+    def with_tokens(self, tokens: int) -> Walls:
+        """The same character and byte walls with another token budget."""
+        return Walls(tokens, self.chars, self.bytes)
+
+    def tightest(self, other: Walls) -> Walls:
+        """Each wall at the lower of the two (None: no wall)."""
+
+        def low(a: int | None, b: int | None) -> int | None:
+            return b if a is None else a if b is None else min(a, b)
+
+        return Walls(
+            min(self.tokens, other.tokens),
+            low(self.chars, other.chars),
+            low(self.bytes, other.bytes),
+        )
+
+    def describe(self) -> str:
+        """`25,000 tokens, 50,000 characters`: the walls in words."""
+        parts = [f"{self.tokens:,} tokens"]
+        if self.chars is not None:
+            parts.append(f"{self.chars:,} characters")
+        if self.bytes is not None:
+            parts.append(f"{self.bytes:,} bytes")
+        return ", ".join(parts)
+
+
+class WalledCounter:
+    """Counts a text in budget units against `walls`: a text fits every wall exactly when
+    `count(text) <= walls.tokens`, so any surface that takes a counter and a `max_tokens`
+    (`fit`, `cut_text`, `largest_prefix`, truncation, the store, the middleware) stops at
+    whichever wall comes first when given this counter and `walls.tokens`.
+
+    A character costs `walls.tokens / walls.chars` units and a byte `walls.tokens / walls.bytes`;
+    a text's units are the largest of its tokens and those, each rounded up. Reported counts
+    are therefore units, at least the tokens; `measure` gives each size on its own and `bound`
+    which wall binds.
+    """
+
+    def __init__(self, inner: TokenCounter, walls: Walls) -> None:
+        if not isinstance(walls, Walls):
+            msg = f"walls must be a Walls, got {type(walls).__name__}"
+            raise TypeError(msg)
+        self.inner, self.walls = inner, walls
+        self.name = inner.name
+        self.exact = inner.exact and walls.chars is None and walls.bytes is None
+
+    def count(self, text: str) -> int:
+        return self._units(text, self.inner.count(text))
+
+    def _units(self, text: str, tokens: int) -> int:
+        walls, units = self.walls, tokens
+        if walls.chars is not None:
+            units = max(units, math.ceil(len(text) * walls.tokens / walls.chars))
+        if walls.bytes is not None:
+            size = len(text.encode("utf-8", "surrogatepass"))
+            units = max(units, math.ceil(size * walls.tokens / walls.bytes))
+        return units
+
+    def measure(self, text: str) -> Measured:
+        """`text`'s tokens (by the inner counter), characters and UTF-8 bytes."""
+        return Measured(
+            self.inner.count(text), len(text), len(text.encode("utf-8", "surrogatepass"))
+        )
+
+    def bound(self, text: str) -> Wall:
+        """Which wall `text` comes nearest (the one a cut of it stopped at)."""
+        size = self.measure(text)
+        walls = self.walls
+        shares: list[tuple[float, Wall]] = [(size.tokens / max(walls.tokens, 1), "tokens")]
+        if walls.chars is not None:
+            shares.append((size.chars / walls.chars, "chars"))
+        if walls.bytes is not None:
+            shares.append((size.bytes / walls.bytes, "bytes"))
+        return max(shares, key=lambda share: share[0])[1]
+
+    def __repr__(self) -> str:
+        return f"WalledCounter({self.inner!r}, {self.walls!r})"
+
+
+@dataclass(frozen=True)
+class ClientProfile:
+    """The walls of one MCP client, as documented by its makers or measured.
+
+    `tokens` is in cl100k/o200k-like tokens (any counter but the `claude` preset), with the
+    margin for Claude's heavier tokenizers where the client counts in Claude tokens;
+    `claude_tokens`, where set, is the same wall in Claude tokens (the `claude` preset).
+    """
+
+    name: str
+    """The profile's name, as `--client` and `stats` spell it."""
+    title: str
+    """The client, as its users know it."""
+    clients: tuple[str, ...]
+    """Lowercase prefixes of the `clientInfo.name` the client sends at initialize."""
+    tokens: int
+    chars: int | None
+    bytes: int | None
+    source: str
+    """Where the walls are documented (or how they were measured)."""
+    claude_tokens: int | None = None
+
+    def walls(self, counter: TokenCounter | None = None) -> Walls:
+        """The walls in `counter`'s tokens (Claude tokens for the `claude` preset)."""
+        tokens = self.tokens
+        if counter is not None and counter.name == "claude" and self.claude_tokens is not None:
+            tokens = self.claude_tokens
+        return Walls(tokens, self.chars, self.bytes)
+
+
+DEFAULT_PROFILE = ClientProfile(
+    name="default",
+    title="Any other client",
+    clients=(),
+    tokens=9_000,
+    chars=40_000,
+    bytes=None,
+    source="The strictest token and character walls of the known clients but Copilot CLI's "
+    "10 KB, with a margin: Codex's ~10,000 tokens and Claude Code's 50,000 characters.",
+)
+"""For a client no profile names: within the walls of Claude Code and Codex."""
+
+PROFILES: tuple[ClientProfile, ...] = (
+    ClientProfile(
+        name="claude-code",
+        title="Claude Code",
+        clients=("claude-code",),
+        tokens=DEFAULT_MAX_TOKENS_CEILING,
+        claude_tokens=CLAUDE_MAX_TOKENS_CEILING,
+        chars=50_000,
+        bytes=None,
+        source="Claude Code's MCP docs: warns at 10,000 tokens, refuses over 25,000 "
+        "(MAX_MCP_OUTPUT_TOKENS); saves results over 50,000 characters to a file.",
+    ),
+    ClientProfile(
+        name="claude-desktop",
+        title="Claude Desktop",
+        clients=("claude-ai",),
+        tokens=DEFAULT_MAX_TOKENS_CEILING,
+        claude_tokens=CLAUDE_MAX_TOKENS_CEILING,
+        chars=50_000,
+        bytes=None,
+        source="As Claude Code (its agent ignores _meta['anthropic/maxResultSizeChars']).",
+    ),
+    ClientProfile(
+        name="codex",
+        title="Codex",
+        clients=("codex",),
+        tokens=9_000,
+        chars=None,
+        bytes=None,
+        source="Codex caps tool output near 10,000 tokens (earlier 10 KiB / 256 lines).",
+    ),
+    ClientProfile(
+        name="copilot-cli",
+        title="Copilot CLI",
+        clients=("github-copilot-cli", "copilot-cli"),
+        tokens=2_500,
+        chars=None,
+        bytes=10_000,
+        source="Copilot CLI drops the middle of tool output past 10 KB.",
+    ),
+    ClientProfile(
+        name="gemini-cli",
+        title="Gemini CLI",
+        clients=("gemini-cli",),
+        tokens=DEFAULT_MAX_TOKENS_CEILING,
+        chars=4_000_000,
+        bytes=None,
+        source="Gemini CLI truncates tool output past 4,000,000 characters.",
+    ),
+)
+"""The known clients' walls (docs/mcp.md has the table with its sources)."""
+
+
+def profile_for(client_name: str | None, override: str | None = None) -> ClientProfile:
+    """The profile named `override` if given, else the one whose `clients` prefix the client's
+    `clientInfo.name` starts with (case-insensitive), else `DEFAULT_PROFILE`."""
+    if override is not None:
+        for profile in (*PROFILES, DEFAULT_PROFILE):
+            if profile.name == override:
+                return profile
+        names = ", ".join(p.name for p in (*PROFILES, DEFAULT_PROFILE))
+        msg = f"client profile must be one of {names}, got {override!r}"
+        raise ValueError(msg)
+    name = (client_name or "").strip().lower()
+    for profile in PROFILES:
+        if name and any(name.startswith(prefix) for prefix in profile.clients):
+            return profile
+    return DEFAULT_PROFILE
