@@ -68,6 +68,22 @@ def test_the_issues_letter_and_mark_cases_count_their_tokens(
 
 
 @pytest.mark.parametrize(
+    "text",
+    [
+        # zero-width characters inside words (were about 30% under)
+        " ".join(f"qz{z}vkwj rt{z}plmx b{z}zqvd" for z in "\u200b\u200c\u200d\u2060\ufeff" * 20),
+        # one non-ASCII character glued to a run of letters (`word…`, `word’s`, `naïve`)
+        " ".join(["kqzjvx…", "trwplm’s", "bzqvïd", "snippet…", "qwxzt«"] * 60),
+    ],
+    ids=["zero-width-inside-words", "one-character-glued"],
+)
+def test_the_issues_glued_cases_hold_the_margin(
+    text: str, exact: dict[str, Callable[[str], int]]
+) -> None:
+    _held(text, exact)
+
+
+@pytest.mark.parametrize(
     "kind", sorted(set(fuzz.CRAFTED) - NOT_HELD), ids=lambda k: k.replace(" ", "-")
 )
 def test_crafted_text_is_never_more_than_the_margin_under(
