@@ -9,6 +9,7 @@ is given a free name (`ContinuationNameTaken`).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Annotated
 
@@ -17,7 +18,8 @@ from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 from fastmcp.server.providers import Provider
 from fastmcp.tools import Tool, ToolResult
-from mcp_types import TextContent, ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR, TextContent, ToolAnnotations
 from pydantic import Field
 
 from ragbudget.counters import TokenCounter
@@ -29,23 +31,39 @@ from ragbudget.middleware.result_guard import RETRIES
 
 __all__ = ["ContinuationNameTaken", "check_name_free", "make_more_tool", "serve_page"]
 
-
-class ContinuationNameTaken(ToolError):
-    """The wrapped server has a tool named like the continuation tool."""
+logger = logging.getLogger(__name__)
 
 
-async def check_name_free(server: FastMCP | None, name: str) -> None:
-    """Raise `ContinuationNameTaken` when `server` has a tool of its own named `name`."""
+class ContinuationNameTaken(MCPError):
+    """The wrapped server has a tool named like the continuation tool: listing its tools is
+    refused with this error (an MCP internal error whose message says what to do)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(INTERNAL_ERROR, message)
+
+
+def _name_taken(name: str) -> str:
+    return (
+        f"this server has its own tool named {name!r}, which TokenBudgetMiddleware's "
+        f"continuation tool would replace: pass more_tool='<a free name>' to "
+        f"TokenBudgetMiddleware (or rename the server's tool)"
+    )
+
+
+async def check_name_free(server: FastMCP | None, name: str, *, calling: bool = False) -> None:
+    """Refuse a `server` that has a tool of its own named `name`: `ContinuationNameTaken` when
+    listing tools, a `ToolError` when `calling` that name. Logged at ERROR for the server's
+    author."""
     if server is None:
         return
     own = await Provider.get_tool(server, name)  # the server's tools, without injected ones
-    if own is not None:
-        msg = (
-            f"this server has its own tool named {name!r}, which TokenBudgetMiddleware's "
-            f"continuation tool would replace: pass more_tool='<a free name>' to "
-            f"TokenBudgetMiddleware (or rename the server's tool)"
-        )
-        raise ContinuationNameTaken(msg)
+    if own is None:
+        return
+    message = _name_taken(name)
+    logger.error("%s", message)
+    if calling:
+        raise ToolError(message)
+    raise ContinuationNameTaken(message)
 
 
 def _description(cache: PageCache[Remainder]) -> str:

@@ -118,10 +118,10 @@ class ResultGuard:
         return self.counter.bound(text) if isinstance(self.counter, WalledCounter) else "tokens"
 
     def header(self, budget: int, kept: str) -> str:
-        """`cut to fit 4,000 tokens, 40,000 characters (the tokens wall bound; profile
-        default)`: the walls, the one that bound, and where they come from."""
+        """`cut to fit 4,000 tokens, 40,000 characters (tokens bound; profile default)`: the
+        walls, the one that bound, and where they come from."""
         bound = WALL_WORDS[self.bound(kept)]
-        return f"cut to fit {self.walls(budget).describe()} (the {bound} wall bound; {self.source})"
+        return f"cut to fit {self.walls(budget).describe()} ({bound} bound; {self.source})"
 
     def size(self, text: str, budget: int) -> int:
         """Units in `text`, or `budget + 1` when it is certainly over (no token is longer

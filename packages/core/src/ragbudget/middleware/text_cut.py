@@ -17,7 +17,6 @@ from fastmcp.tools import ToolResult
 from mcp_types import ContentBlock, TextContent
 
 from ragbudget.middleware.json_trim import Cut, dumps, trim
-from ragbudget.middleware.page_cache import describe_ttl
 from ragbudget.middleware.paging import Remainder, Segment, first_text_page, more_call
 from ragbudget.middleware.result_guard import RETRIES, GuardOutcome, ResultGuard, rebuild
 from ragbudget.middleware.structured import (
@@ -77,9 +76,9 @@ class TextCut:
     def _remainder(self, root: Any, segments: list[Segment]) -> Remainder:
         return Remainder(root, segments, walls=self.guard.walls(self.budget), tool=self.tool)
 
-    def _body(self, budget: int) -> tuple[str, Any, Remainder]:
+    def _body(self, budget: int) -> tuple[str, Any, Remainder, bool]:
         """The first page within `budget` units (with its mirror, if any), the shown value,
-        and what is left."""
+        what is left, and whether the mirror fits with it."""
         count, mirror = self.guard.size, self.mirror
         if self.value is not None:
             share = min(1.0, budget * 3 / max(1, len(self.text)))  # ~3 characters a token
@@ -92,28 +91,31 @@ class TextCut:
                 return used <= budget
 
             shown, cuts, fitted = trim(self.value, fits, share=share)
+            if not fitted and mirror is not None:  # the mirror cannot come too: JSON alone
+                mirror = None
+                shown, cuts, fitted = trim(self.value, fits, share=share * 2)
             if fitted:
                 remainder = Remainder.from_cuts(
                     self.value, cuts, walls=self.guard.walls(self.budget), tool=self.tool
                 )
-                return dumps(shown), shown, remainder
+                return dumps(shown), shown, remainder, mirror is not None
         counter = self.guard.counter
-        if mirror == "wrap" and self.value is None:
+        with_mirror = mirror == "wrap" and self.value is None
+        if with_mirror:
             counter = MirrorCounter(counter)
         end = first_text_page(self.text, 0, budget, counter)
         remainder = self._remainder(self.text, [Segment(None, "chars", end, len(self.text))])
-        return self.text[:end], self.text[:end], remainder
+        return self.text[:end], self.text[:end], remainder, with_mirror
 
-    def _mirror_structured(self, shown: Any) -> Structured:
-        """The mirror, shortened as the text was (or dropped when the text could not be cut
-        as JSON)."""
+    def _mirror_structured(self, shown: Any, with_mirror: bool) -> Structured:
+        """The mirror, shortened as the text was (or dropped when it could not come along)."""
         if self.mirror is None:
             return None, "", None
-        if not isinstance(shown, str) or (self.mirror == "wrap" and self.value is None):
+        if with_mirror:
             return self._checked(
                 mirrored(self.mirror, shown), " Structured content shortened the same way."
             )
-        return None, " Structured content dropped: too large even when shortened.", None
+        return None, " Structured content dropped: it did not fit beside the text.", None
 
     def _own_structured(self, share: int) -> Structured:
         """Structured content of its own within `share` units: whole, shortened, or dropped."""
@@ -150,12 +152,9 @@ class TextCut:
             )
         else:
             what = f"the JSON is valid but shortened: {_cut_list(_cuts(remainder))}"
-        tool, cache = self.guard.more_tool, self.guard.cache
+        tool = self.guard.more_tool
         if kept and tool is not None:
-            follow = (
-                f" Call {more_call(tool, self.handle, 0)} for the next page (the handle lives "
-                f"{describe_ttl(cache.ttl_seconds)} after its last use)."
-            )
+            follow = f" Call {more_call(tool, self.handle, 0)} for the next page."
         elif tool is None:
             follow = " Ask for less to see the rest (a smaller page, narrower arguments)."
         else:
@@ -174,8 +173,13 @@ class TextCut:
         nbytes: int | None = None
         reserve = 80  # a first guess of the notice's size; corrected below if short
         for attempt in range(RETRIES):
-            body, shown, remainder = self._body(max(1, budget - note_units - own_units - reserve))
-            structured, phrase, error = own if own is not None else self._mirror_structured(shown)
+            body, shown, remainder, with_mirror = self._body(
+                max(1, budget - note_units - own_units - reserve)
+            )
+            if own is not None:
+                structured, phrase, error = own
+            else:
+                structured, phrase, error = self._mirror_structured(shown, with_mirror)
             if keepable and remainder.left and nbytes is None:
                 nbytes = remainder.held_bytes(cache.max_bytes)
             kept = keepable and remainder.left > 0 and (nbytes or 0) <= cache.max_bytes

@@ -233,9 +233,9 @@ class TokenBudgetMiddleware(ToolInjectionMiddleware):
             for tool in tools
         ]
 
-    async def _check_more_tool(self, ctx: Context | None) -> None:
+    async def _check_more_tool(self, ctx: Context | None, *, calling: bool = False) -> None:
         if self.continuation and ctx is not None:
-            await check_name_free(ctx.fastmcp, self.more_tool)
+            await check_name_free(ctx.fastmcp, self.more_tool, calling=calling)
 
     async def on_call_tool(
         self,
@@ -245,7 +245,7 @@ class TokenBudgetMiddleware(ToolInjectionMiddleware):
         """Measure the result (or the error), and cut it when it is over the tool's walls."""
         name, ctx = context.message.name, context.fastmcp_context
         if name == self.more_tool:
-            await self._check_more_tool(ctx)
+            await self._check_more_tool(ctx, calling=True)
         budget = self.budget_for(name, client_name(ctx))
         try:
             result = await call_next(context)
