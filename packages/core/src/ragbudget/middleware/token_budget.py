@@ -18,7 +18,7 @@ from fastmcp.tools import Tool, ToolResult
 from fastmcp.tools.base import InputRequiredToolResult
 
 from ragbudget.counters import CounterSpec, TokenCounter, get_counter
-from ragbudget.limits import WalledCounter, Walls, with_estimate_margin
+from ragbudget.limits import Walls, with_estimate_margin
 from ragbudget.middleware.client_log import send_log
 from ragbudget.middleware.client_walls import (
     MIN_MAX_TOKENS,
@@ -32,7 +32,6 @@ from ragbudget.middleware.page_cache import PageCache
 from ragbudget.middleware.paging import Remainder
 from ragbudget.middleware.receipts import Receipt, Receipts
 from ragbudget.middleware.result_guard import GuardOutcome, ResultGuard, visible_text
-from ragbudget.middleware.structured import wire_json
 
 __all__ = ["MIN_MAX_TOKENS", "TokenBudgetMiddleware"]
 
@@ -199,9 +198,10 @@ class TokenBudgetMiddleware(ToolInjectionMiddleware):
         by the result object (see `ragbudget.middleware.receipts`), so no tool result can
         carry a count this middleware believes. It holds for this object as it is now (a
         result whose blocks changed after is measured as any other) and for one call. A count
-        by this middleware's own counter is still checked against the tool's walls (a result
-        over them is cut as any other); one by another counter is the server's own check of
-        tokens. Characters, bytes and structured content are checked here either way.
+        by this middleware's own counter is still checked against the tool's token wall (a
+        result over it is cut as any other); one by another counter is the server's own
+        check. A server that vouches answers for the result's character and byte walls and
+        its structured content itself (as `ragbudget serve` budgets its answers).
         """
         self.receipts.file(result, tokens, counter)
 
@@ -270,7 +270,7 @@ class TokenBudgetMiddleware(ToolInjectionMiddleware):
             return result
         guard = self.guard_for(budget)
         units = budget.walls.tokens
-        if receipt is not None and self._vouched_within(guard, result, receipt, units):
+        if receipt is not None and self._vouched_within(receipt, units):
             return result  # measured by the server itself: its tokens not counted again
         chars = sum(len(visible_text(block)) for block in result.content)
         if chars <= INLINE_CHARS and result.structured_content is None:
@@ -283,23 +283,11 @@ class TokenBudgetMiddleware(ToolInjectionMiddleware):
         await self._report(ctx, outcome)
         return outcome.result
 
-    def _vouched_within(
-        self, guard: ResultGuard, result: ToolResult, receipt: Receipt, units: int
-    ) -> bool:
-        """Whether a result the server counted is within the walls: its blocks' tokens as
-        vouched (by this counter; another counter's count is the server's own check), their
-        characters and bytes, and its structured content, counted here."""
-        same = receipt.counter == self.counter.name
-        text = "".join(visible_text(block) for block in result.content)
-        walled = guard.counter
-        blocks = receipt.tokens if same else 0
-        if isinstance(walled, WalledCounter):
-            blocks = walled.units_of(text, blocks)
-        if blocks > units:
-            return False
-        if result.structured_content is None:
-            return True
-        return blocks + guard.size(wire_json(result.structured_content), units) <= units
+    def _vouched_within(self, receipt: Receipt, units: int) -> bool:
+        """Whether a result the server counted passes as it is: a count by this counter within
+        the token wall, or a count by another counter (the server's own check). A server that
+        vouches answers for its result's other walls and its structured content itself."""
+        return receipt.counter != self.counter.name or receipt.tokens <= units
 
     async def _output_schema(self, ctx: Context | None, name: str) -> dict[str, Any] | None:
         if ctx is None:
