@@ -53,7 +53,8 @@ PINNED = {
         "DATA_FILE", "DATA_VERSION", "DEFAULT_TARGET", "TARGETS", "clear_caches", "estimate_tokens",
     ],
     "ragbudget.middleware": [
-        "DEFAULT_MAX_TOKENS_CEILING", "MIN_MAX_TOKENS", "TokenBudgetMiddleware",
+        "ContinuationNameTaken", "DEFAULT_MAX_TOKENS_CEILING", "MIN_MAX_TOKENS", "MIN_WALL_SIZE",
+        "TokenBudgetMiddleware", "Walls",
     ],
     "langchain_ragbudget": [
         "SCORE_KEYS", "TRUNCATION_EVENT", "TokenBudgetCompressor", "TokenBudgetRetriever",
