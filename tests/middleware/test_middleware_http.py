@@ -14,6 +14,8 @@ from processes import http_process, server_env
 from ragbudget import TokenCounter
 from third_party_server import ITEMS, LOG, UNICODE
 
+pytestmark = pytest.mark.process
+
 BUDGET = 6000
 SCRIPT = Path(__file__).with_name("third_party_server.py")
 

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import typer
 from processes import server_env
 from ragbudget_server.mcp.command import register
@@ -15,6 +16,7 @@ from ragbudget_server.mcp.command import register
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 
+@pytest.mark.process
 def test_mcp_demo_runs_offline_and_shows_truncation_and_paging() -> None:
     done = subprocess.run(
         [sys.executable, str(EXAMPLES / "mcp_demo.py")],

@@ -27,6 +27,7 @@ if not AS_ROOT:
     AS_NOBODY = []
 
 pytestmark = [
+    pytest.mark.process,
     pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions"),
     pytest.mark.skipif(AS_ROOT and SETPRIV is None, reason="root, and no setpriv to drop it"),
 ]
