@@ -34,9 +34,9 @@ for _name in ("default", "ci"):
 settings.load_profile("ci" if "CI" in os.environ else "default")
 
 LONG_TIMEOUT = 180
-"""Seconds a `process` or `slow` test may take (pytest's own `timeout`, in pyproject.toml, is
-every other test's). Each took under 20 s on an idle 2-core machine: the margin is for a
-loaded one. A test's own `@pytest.mark.timeout(N)` wins over both."""
+"""Seconds a `process` or `slow` test may take; every other test has pytest's `timeout` (60 s,
+in pyproject.toml). On a 2-core machine the slowest took 8 s and 4 s idle, and 58 s and 34 s
+with the load average at 8. A test's own `@pytest.mark.timeout(N)` wins over both."""
 
 VENV_BIN = Path(sys.executable).parent
 """Where the processes the tests start live: this Python, `ragbudget`, `chroma`."""
