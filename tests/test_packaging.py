@@ -29,6 +29,11 @@ CORE_EXTRAS = {
     "chunking.py": "split",
     "counters.py": "all",
 }
+# Which extra of the application a module needs.
+SERVER_EXTRAS = {
+    "store/convert/pdf.py": "documents",
+    "store/convert/office.py": "documents",
+}
 OWN = {"ragbudget", "ragbudget_server", "langchain_ragbudget", "llama_index"}
 # Modules whose code ships in one distribution and is installed through another, the one we
 # declare: fastmcp is the full server, fastmcp-slim the code it installs.
@@ -88,6 +93,8 @@ def test_every_import_is_declared_in_the_extra_that_needs_it(dist: str) -> None:
         extra = None
         if dist == "ragbudget":
             extra = next((e for p, e in CORE_EXTRAS.items() if relative.startswith(p)), None)
+        if dist == "ragbudget-server":
+            extra = SERVER_EXTRAS.get(relative)
         declared = _declared(dist, extra)
         for imported in _third_party_imports(path):
             dists = {META.get(_name(d), _name(d)) for d in providers.get(imported, [])}
@@ -147,6 +154,16 @@ def test_the_core_needs_pydantic_alone_and_ships_no_command() -> None:
     assert "scripts" not in core
     server = tomllib.loads((ROOT / "packages/server/pyproject.toml").read_text())["project"]
     assert server["scripts"] == {"ragbudget": "ragbudget_server.cli:main"}
+
+
+def test_document_readers_are_an_extra_of_the_server() -> None:
+    """PDF and Office readers come with `ragbudget-server[documents]` (and with `[all]`); the
+    server itself installs without them."""
+    server = tomllib.loads((ROOT / "packages/server/pyproject.toml").read_text())["project"]
+    readers = {"pypdf", "python-docx", "python-pptx", "openpyxl"}
+    assert {_name(r) for r in server["optional-dependencies"]["documents"]} == readers
+    assert not readers & {_name(r) for r in server["dependencies"]}
+    assert "documents" in server["optional-dependencies"]["all"][0]
 
 
 def test_uv_pip_install_from_a_checkout_gives_copies() -> None:

@@ -10,14 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import guard_params, pages, texts
+from guard_helpers import guard_params, pages, texts
 from mcp import Client, StdioServerParameters
 from node_servers import EVERYTHING, FILESYSTEM, entry_point
 from processes import http_process, server_env
 from ragbudget import get_counter
 from ragbudget.limits import profile_for
 
-pytestmark = [pytest.mark.node, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.node, pytest.mark.process]
 
 COUNTER = "tiktoken:cl100k_base"
 ITEMS = [{"id": i, "name": f"item {i}", "tags": ["a", "b"], "note": "ü" * 20} for i in range(1500)]

@@ -13,6 +13,7 @@ from fastmcp.exceptions import ToolError
 from mcp_types import ImageContent
 from middleware_helpers import next_call, pages_after, texts, visible, whole_json, whole_text
 from ragbudget import TokenCounter
+from ragbudget.limits import Walls
 from ragbudget.middleware import TokenBudgetMiddleware
 from third_party_server import ITEMS, LOG, NESTED, ONE_LONG_LINE, UNICODE, build_server
 
@@ -72,6 +73,7 @@ async def test_pages_of_a_text_end_on_line_boundaries(
     assert "".join([texts(result)[0], *bodies]) == UNICODE
 
 
+@pytest.mark.slow
 async def test_a_lone_line_over_the_budget_is_cut_at_a_word(
     client: Client[Any], exact_counter: TokenCounter
 ) -> None:
@@ -195,9 +197,18 @@ async def test_without_continuation_there_is_no_more_tool(exact_counter: TokenCo
         ({"max_tokens": 1.5}, "max_tokens must be an int"),
         ({"tool_budgets": {"x": 5}}, r"tool_budgets\['x'\] must be >= 128"),
         ({"exclude_tools": "read_log"}, "exclude_tools must be a collection"),
-        ({"cache_entries": -1}, "max_entries must be an int >= 0"),
-        ({"cache_ttl": 0}, "ttl_seconds must be > 0"),
+        ({"cache_entries": -1}, "cache_entries must be an int >= 0"),
+        ({"cache_ttl": 0}, "cache_ttl must be > 0"),
+        ({"cache_ttl": float("inf")}, "cache_ttl must be > 0 and finite"),
+        ({"cache_bytes": -5}, "cache_bytes must be an int >= 0"),
         ({"more_tool": ""}, "more_tool must be a non-empty tool name"),
+        ({"client": "vim"}, "client must be one of claude-code, .*, got 'vim'"),
+        ({"walls": 5000}, "walls must be a ragbudget.limits.Walls, got int"),
+        ({"walls": Walls(100)}, "walls.tokens must be >= 128"),
+        ({"walls": Walls(5000, chars=100)}, "walls.chars must be None or >= 1,024"),
+        ({"walls": Walls(5000), "max_tokens": 4000}, "give max_tokens or walls, not both"),
+        ({"walls": Walls(5000), "client": "codex"}, "give client .* or walls, not both"),
+        ({"tool_budgets": {"x": Walls(5000, bytes=10)}}, r"tool_budgets\['x'\].bytes must be"),
     ],
 )
 def test_bad_settings_name_the_argument(options: dict[str, Any], message: str) -> None:

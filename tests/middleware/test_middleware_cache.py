@@ -146,3 +146,62 @@ def test_a_continuation_call_is_written_and_read_back_the_same_way() -> None:
     assert find_more_call(page, "next_page") == ("h1", 4096)
     assert find_more_call(page) is None  # another tool's call is not `more`'s
     assert find_more_call("[ragbudget: ... This is the last page.]") is None
+
+
+def _large_json_result(n: int) -> Any:
+    from fastmcp.tools import ToolResult
+    from mcp_types import TextContent
+
+    value = [
+        {"id": i, "name": f"item {i}", "tags": ["red", "grün"], "score": i / 7} for i in range(n)
+    ]
+    return ToolResult(content=[TextContent(type="text", text=dumps(value))]), value
+
+
+def test_held_bytes_measures_what_tracemalloc_sees() -> None:
+    import json
+    import tracemalloc
+
+    from ragbudget.middleware.page_cache import held_bytes
+
+    text = _large_json_result(20_000)[0].content[0].text
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        value = json.loads(text)
+        traced = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    measured = held_bytes(value)
+    assert traced <= measured <= traced * 1.5  # never under what is really held
+    assert measured > 5 * len(text)  # why characters were no bound: several bytes each
+
+
+def test_the_cache_holds_no_more_memory_than_cache_bytes(exact_counter: TokenCounter) -> None:
+    """Cut results of a large JSON (about 10 MB parsed each, 1.6 MB of text) under a 25 MB
+    bound, measured by tracemalloc: the cache keeps what fits (two) and never more."""
+    import gc
+    import tracemalloc
+
+    bound = 25_000_000
+    middleware = TokenBudgetMiddleware(
+        1000, counter=exact_counter, cache_bytes=bound, cache_chars=10**9
+    )
+    tracemalloc.start()
+    try:
+        gc.collect()
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(4):
+            result = _large_json_result(20_000)[0]
+            middleware.guard.cut(result, 1000, "big", None)
+            del result
+            gc.collect()
+            held = tracemalloc.get_traced_memory()[0] - before
+            assert middleware.cache.nbytes <= bound
+            assert held <= bound * 1.05, f"{held:,} bytes held"
+    finally:
+        tracemalloc.stop()
+    assert len(middleware.cache) == 2  # each result evicted the oldest
+    small = TokenBudgetMiddleware(1000, counter=exact_counter, cache_bytes=1_000_000)
+    notice = texts(small.guard.cut(_large_json_result(20_000)[0], 1000, "big", None).result)[-1]
+    assert "not kept (larger than the page cache)" in notice and next_call(notice) is None

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from mcp_types import TextContent
 from middleware_helpers import next_call, texts
 from ragbudget import TokenCounter
+from ragbudget.limits import Walls
 from ragbudget.middleware import TokenBudgetMiddleware
 from ragbudget.middleware.json_trim import dumps
 from ragbudget.middleware.paging import join_pages
@@ -72,6 +73,7 @@ def _walk(middleware: TokenBudgetMiddleware, first: ToolResult, counter: TokenCo
     return bodies
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(value=RESULTS, budget=BUDGETS)
 def test_json_results(value: Any, budget: int, exact_counter: TokenCounter) -> None:
@@ -116,3 +118,59 @@ def test_several_text_blocks_count_together(blocks: int, exact_counter: TokenCou
     assert _visible(cut, exact_counter) <= 1000
     whole = "".join([texts(cut)[0], *_walk(middleware, cut, exact_counter)])
     assert whole == "\n\n".join([part] * blocks)
+
+
+WALLS = st.builds(
+    Walls,
+    tokens=st.integers(128, 600),
+    chars=st.none() | st.integers(1024, 3000),
+    bytes=st.none() | st.integers(1024, 3000),
+)
+
+
+def _within(parts: list[str], walls: Walls, counter: TokenCounter) -> bool:
+    tokens = sum(counter.count(part) for part in parts)
+    chars = sum(len(part) for part in parts)
+    size = sum(len(part.encode("utf-8", "surrogatepass")) for part in parts)
+    return (
+        tokens <= walls.tokens
+        and (walls.chars is None or chars <= walls.chars)
+        and (walls.bytes is None or size <= walls.bytes)
+    )
+
+
+@SETTINGS
+@given(value=RESULTS | TEXTS, walls=WALLS, mirror=st.booleans())
+def test_every_result_and_page_stops_at_the_first_wall(
+    value: Any, walls: Walls, mirror: bool, exact_counter: TokenCounter
+) -> None:
+    """For random walls and results (text or JSON, with or without structured content that
+    mirrors it): the text blocks plus the structured content as sent fit every wall, and so
+    does each page; the pages rebuild the result."""
+    text = value if isinstance(value, str) else dumps(value)
+    structured = None
+    if mirror:
+        structured = value if isinstance(value, dict) else {"result": value}
+    result = ToolResult(
+        content=[TextContent(type="text", text=text)], structured_content=structured
+    )
+    middleware = TokenBudgetMiddleware(walls=walls, counter=exact_counter)
+    guard = middleware.guard
+    if guard.within(result, walls.tokens):
+        assert _within([text] + ([dumps(structured)] if mirror else []), walls, exact_counter)
+        return
+    cut = guard.cut(result, walls.tokens, "random", None).result
+    parts = texts(cut) + ([] if cut.structured_content is None else [dumps(cut.structured_content)])
+    assert _within(parts, walls, exact_counter)
+    call, bodies = next_call(texts(cut)[-1]), []
+    while call is not None:
+        page = middleware.page(*call)
+        assert _within(texts(page), walls, exact_counter)
+        body, notice = texts(page)
+        bodies.append(body)
+        call = next_call(notice)
+    first = texts(cut)[0]
+    if isinstance(value, str):
+        assert "".join([first, *bodies]) == value
+    elif first.startswith(("[", "{")) and next_call(texts(cut)[-1]) is not None:
+        assert join_pages(json.loads(first), [json.loads(b) for b in bodies]) == value

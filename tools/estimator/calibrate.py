@@ -147,7 +147,7 @@ def held_out_column(chunks: list[corpus.Chunk]) -> dict[str, str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--fit", action="store_true", help="refit and rewrite estimate_v1.json")
+    parser.add_argument("--fit", action="store_true", help="refit and rewrite estimate_v2.json")
     parser.add_argument(
         "--tables",
         action="store_true",

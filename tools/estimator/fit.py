@@ -1,4 +1,4 @@
-"""Fit the estimator on the `fit` split and write `ragbudget/estimate_v1.json`.
+"""Fit the estimator on the `fit` split and write `ragbudget/estimate_v2.json`.
 
 1. Vocabulary: the VOCAB_WORDS most frequent words of the fit split (seen MIN_COUNT times or
    more, at most MAX_WORD_TOKENS tokens), each with its token count after a space in every
@@ -43,7 +43,7 @@ from ragbudget.estimate import _pieces as _estimate_pieces
 from ragbudget.estimate._data import EstimateData
 from ragbudget.estimate._floor import _FOREIGN_SHARE, script_key
 
-DATA_FILE = Path(_estimate.__file__).with_name("estimate_v1.json")
+DATA_FILE = Path(_estimate.__file__).with_name("estimate_v2.json")
 VOCAB_WORDS = 32000
 MIN_COUNT = 3
 MIN_ORIGINS = 3
@@ -643,6 +643,21 @@ def byte_pairs(encoding: Any) -> str:
     return base64.b64encode(bytes(bits)).decode()
 
 
+def glued(encoding: Any) -> str:
+    """The pairs of an ASCII letter and a non-ASCII character side by side, in either order,
+    that a token of `encoding` holds, 2 characters each, sorted and concatenated: between a
+    letter and a character that no token holds beside it, one token ends and the next begins
+    (`a¿`, `hel\u200blo`: `ragbudget.estimate._glued`). Read from the tokens alone."""
+    out: set[str] = set()
+    for text in token_texts(encoding):
+        for pair in map("".join, pairwise(text)):
+            if pair.isascii() or not any(c.isascii() and c.isalpha() for c in pair):
+                continue
+            if all(c.isalpha() or not c.isascii() for c in pair):
+                out.add(pair)
+    return "".join(sorted(out))
+
+
 def pure_runs(encoding: Any, runs: str) -> str:
     """Which of the `runs` (`letter_runs`, in their order) begin a token of `encoding` (nothing
     before them in it: `Tat`, not ` Tat`), a bit each (least significant first), base64: only
@@ -674,6 +689,7 @@ ENCODING_TABLES: dict[str, Callable[[Any], object]] = {
     "space_counts": space_counts,
     "letter_cuts": letter_cuts,
     "byte_pairs": byte_pairs,
+    "glued": glued,
 }
 
 

@@ -33,6 +33,7 @@ def app() -> typer.Typer:
         (["--db", "x", "--server", "http://127.0.0.1:1"], "either db"),
         (["--server", "ftp://example.org"], "http"),
         (["--log-level", "LOUD"], "--log-level"),
+        (["--counter", "nope"], "--counter 'nope': unknown counter spec"),
     ],
 )
 def test_bad_options_fail_fast_on_stderr(app: typer.Typer, args: list[str], expected: str) -> None:

@@ -25,7 +25,8 @@ def _binary(path: Path) -> None:
 
 
 def _not_utf8(path: Path) -> None:
-    path.write_bytes(b"caf\xe9 au lait\n" * 10)
+    # Not text in any encoding (a latin-1 "café au lait" is now detected and indexed).
+    path.write_bytes(bytes(range(128, 256)) * 2)
 
 
 def _too_big(path: Path) -> None:

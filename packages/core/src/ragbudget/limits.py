@@ -24,12 +24,13 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from ragbudget.counters import TokenCounter
+from ragbudget.counters import ScaledCounter, TokenCounter
 
 __all__ = [
     "CLAUDE_MAX_TOKENS_CEILING",
     "DEFAULT_MAX_TOKENS_CEILING",
     "DEFAULT_PROFILE",
+    "ESTIMATE_MARGINS",
     "PROFILES",
     "ClientProfile",
     "Measured",
@@ -37,6 +38,7 @@ __all__ = [
     "WalledCounter",
     "Walls",
     "profile_for",
+    "with_estimate_margin",
 ]
 
 Wall = Literal["tokens", "chars", "bytes"]
@@ -51,6 +53,23 @@ DEFAULT_MAX_TOKENS_CEILING = 14_500
 """The ceiling in cl100k/o200k-like tokens (any other counter): Claude Code's 25,000 over
 ~1.7, the largest published inflation of Claude's tokenizers over o200k, so an answer at the
 ceiling stays under Claude Code's default limit whatever the model."""
+
+
+ESTIMATE_MARGINS = {"text": 0.10, "json": 0.15}
+"""How much more an inexact counter (an estimate) counts, by what is counted: above the
+estimate's largest measured under-count on rendered answers (`benchmarks/bench_answers.py`: 3%
+on text, 11% on JSON, whose escaping the estimate counts short), so that what is sent stays
+within a token wall by the real tokenizer. A margin m covers an under-count u while
+1 / (1 - u) <= 1 + m. The server's `server_counter` and the middleware use these."""
+
+
+def with_estimate_margin(counter: TokenCounter, format: str = "json") -> TokenCounter:
+    """`counter` itself when exact, else with the estimate's margin for `format` on top, named
+    so (`estimate+15%`)."""
+    if counter.exact:
+        return counter
+    margin = ESTIMATE_MARGINS[format]
+    return ScaledCounter(counter, 1 + margin, f"{counter.name}+{margin:.0%}")
 
 
 def _limit(name: str, value: object, *, minimum: int) -> None:
@@ -163,6 +182,10 @@ class WalledCounter:
 
     def count(self, text: str) -> int:
         return self._units(text, self.inner.count(text))
+
+    def units_of(self, text: str, tokens: int) -> int:
+        """`text`'s budget units when its tokens (by `inner`) are known to be `tokens`."""
+        return self._units(text, tokens)
 
     def _units(self, text: str, tokens: int) -> int:
         walls, units = self.walls, tokens

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_MAX_DOCUMENT_BYTES",
     "DEFAULT_MAX_FILE_BYTES",
     "DEFAULT_READ_TIMEOUT",
     "MAX_TIMEOUT",
@@ -25,3 +26,7 @@ MAX_TIMEOUT = 3600.0
 DEFAULT_MAX_FILE_BYTES = 4 * 1024 * 1024
 """Largest file `ingest` reads: the store's default (`store.MAX_FILE_BYTES`), here so that
 `--help` shows it without loading Chroma."""
+
+DEFAULT_MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
+"""Largest PDF or Office file `ingest` reads (their images weigh more than their text, which is
+held to `DEFAULT_MAX_FILE_BYTES` once converted)."""

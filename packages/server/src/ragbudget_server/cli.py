@@ -32,7 +32,7 @@ except ImportError as exc:  # only in a broken install (tests simulate it in a s
         raise SystemExit(f"error: {msg}") from None
     raise ImportError(msg) from None
 
-from ragbudget_server._defaults import DEFAULT_MAX_FILE_BYTES
+from ragbudget_server._defaults import DEFAULT_MAX_DOCUMENT_BYTES, DEFAULT_MAX_FILE_BYTES
 from ragbudget_server._options import FLAG_OFF, StoreOptions, store_options
 
 __all__ = ["app", "main"]
@@ -111,7 +111,14 @@ def ingest(
         int | None,
         typer.Option(
             show_default=f"{DEFAULT_MAX_FILE_BYTES:,} bytes, 4 MiB",
-            help="Skip files larger than this many bytes.",
+            help="Skip text files larger than this many bytes (and documents whose text is).",
+        ),
+    ] = None,
+    max_document_bytes: Annotated[
+        int | None,
+        typer.Option(
+            show_default=f"{DEFAULT_MAX_DOCUMENT_BYTES:,} bytes, 64 MiB",
+            help="Skip PDF and Office files larger than this many bytes.",
         ),
     ] = None,
     watch: Annotated[
@@ -121,7 +128,8 @@ def ingest(
     *,
     store: StoreOptions,
 ) -> None:
-    """Chunk and store text and code files (unchanged files are skipped)."""
+    """Chunk and store text, code and documents: PDF, Word, PowerPoint, Excel, CSV, HTML,
+    e-mail (unchanged files are skipped; PDF and Office need ragbudget-server[documents])."""
     with _errors():
         documents = store.open(ctx)
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -132,7 +140,14 @@ def ingest(
             def on_progress(done: int, total: int, path: str) -> None:
                 progress.update(task, completed=done, total=total, path=Path(path).name)
 
-            limits = {} if max_file_bytes is None else {"max_file_bytes": max_file_bytes}
+            limits = {
+                name: value
+                for name, value in (
+                    ("max_file_bytes", max_file_bytes),
+                    ("max_document_bytes", max_document_bytes),
+                )
+                if value is not None
+            }
             report = documents.ingest(
                 paths, chunk_tokens=chunk_tokens, overlap=overlap, prune=prune,
                 on_progress=on_progress, **limits,
@@ -149,15 +164,31 @@ def ingest(
             ("chunks added", report.chunks_added),
             ("chunks deleted", report.chunks_deleted),
             ("documents pruned", report.sources_pruned),
+            ("gone but still stored", report.sources_stale),
         ):
             table.add_row(label, f"{value:,}")
         out.print(table)
         for problem in report.files_skipped:
-            err.print(f"[dim]skipped {escape(problem.path)}: {escape(problem.reason)}[/]")
+            err.print(
+                f"[dim]skipped {escape(problem.path)}: {escape(problem.reason)}[/]", soft_wrap=True
+            )
         for problem in report.files_removed:
-            err.print(f"[yellow]removed {escape(problem.path)}: {escape(problem.reason)}[/]")
+            err.print(
+                f"[yellow]removed {escape(problem.path)}: {escape(problem.reason)}[/]",
+                soft_wrap=True,
+            )
         for problem in report.errors:
-            err.print(f"[yellow]could not read {escape(problem.path)}: {escape(problem.reason)}[/]")
+            err.print(
+                f"[yellow]could not read {escape(problem.path)}: {escape(problem.reason)}[/]",
+                soft_wrap=True,
+            )
+        if report.sources_stale:
+            again = " ".join(["ragbudget ingest", *map(str, paths), "--prune"])
+            err.print(
+                f"[yellow]{report.sources_stale:,} documents under these paths are gone from "
+                f"disk but still searchable: run `{escape(again)}` to remove them[/]",
+                soft_wrap=True,
+            )
         if watch:
             _watch(
                 documents, paths, prune=prune, chunk_tokens=chunk_tokens, overlap=overlap, **limits
@@ -265,6 +296,12 @@ def read(
         int | None, typer.Option(show_default="as many as --max-tokens holds", help="Most lines.")
     ] = None,
     max_tokens: Annotated[int, typer.Option(help="Token budget for the whole response.")] = 8192,
+    page: Annotated[
+        int | None,
+        typer.Option(
+            show_default="none: by --offset", help="Start at this page (PDF) or slide.", min=1
+        ),
+    ] = None,
     as_json: Json = False,
     *,
     store: StoreOptions,
@@ -273,7 +310,7 @@ def read(
     with _errors():
         response = store.open(ctx, existing=True).read(
             source, offset=offset, limit=limit, max_tokens=max_tokens, char_offset=char_offset,
-            format="json" if as_json else "text", offset_hint=OFFSET_HINT,
+            format="json" if as_json else "text", offset_hint=OFFSET_HINT, page=page,
         )  # fmt: skip
         if as_json:
             sys.stdout.write(response.to_text() + "\n")
@@ -298,10 +335,15 @@ def stats(
             sys.stdout.write(result.model_dump_json() + "\n")
             return
         table = Table(show_header=False)
-        for key, value in result.model_dump().items():
+        for key, value in result.model_dump(exclude={"files_skipped"}).items():
             if value is not None:
                 table.add_row(key, f"{value:,}" if isinstance(value, int) else str(value))
         out.print(table)
+        for problem in result.files_skipped:
+            out.print(f"skipped {escape(problem.path)}: {escape(problem.reason)}", soft_wrap=True)
+        if result.files_skipped_count > len(result.files_skipped):
+            more = result.files_skipped_count - len(result.files_skipped)
+            out.print(f"... and {more:,} more skipped files")
 
 
 def _register_extras() -> None:

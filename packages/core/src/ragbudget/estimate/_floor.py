@@ -109,8 +109,9 @@ import math
 import re
 import string
 from collections.abc import Sequence
-from itertools import filterfalse, pairwise, repeat
+from itertools import filterfalse, repeat
 
+from ragbudget.estimate._glued import glued_parts, letter_cut_count, mixed_cuts
 from ragbudget.estimate._pieces import (
     plain_spaces,
     text_tokens,
@@ -176,8 +177,7 @@ _CASES = bytes(
 )
 _CACHED_WORDS = 1 << 16  # long unknown words whose prices the cache keeps
 _LATIN = (b"l", b"L", b"S", b"m")  # classes of Latin-1, Latin Extended, symbols, IPA and marks
-# all bytes but the lead bytes of Greek and Cyrillic letters (U+0370-04FF)
-_NOT_CYRILLIC_GREEK = bytes(b for b in range(256) if not 0xCD <= b <= 0xD3)
+_NOT_WORD = re.compile(r"[^\w\x00-\x7f]|[\x80-\xbf]")  # no letter, or Latin-1's signs
 _FOREIGN_SHARE = 2  # unknown words 1 in 2 of the words or more: see foreign_tokens
 # the UTF-8 prefix that names a character's script (`script_key`)
 _SCRIPT = re.compile(rb"[\xc0-\xdf]|[\xe0-\xff][\x80-\xbf]")
@@ -259,7 +259,11 @@ def other_tokens(other: list[bytes], vocab: Vocabulary) -> int:
     covers), plus a token per Latin-1, Latin Extended, IPA or combining character (a word of
     English letters holds one or two; a run of them makes a token per character or so); or,
     if more, a token each plus one per ASCII letter beside a byte that no token of an encoding
-    holds beside a letter (the most of the encodings): no token spans that cut."""
+    holds beside a letter (the most of the encodings): no token spans that cut. Or, if more,
+    where they hold ASCII letters, by their runs (`glued_parts`): each run of ASCII letters an
+    unknown ASCII word (`word_tokens`), each other run a token, and its characters no token
+    holds alone at their block's cost, less a token per boundary of a letter and a non-ASCII
+    character that a token of the encoding holds (`Vocabulary.glued`): `a¿a¿` is 4 tokens."""
     if not other:
         return 0
     whole = b"".join(other)
@@ -284,32 +288,30 @@ def other_tokens(other: list[bytes], vocab: Vocabulary) -> int:
     letters = len(whole) - len(wide)
     if vocab.letter_cuts and 2 * letters > best:
         joined = b" ".join(other)
-        best = max(best, *(_letter_cuts(joined.translate(t)) for t in vocab.letter_cuts))
+        best = max(best, *(letter_cut_count(joined.translate(t)) for t in vocab.letter_cuts))
     # Latin letters and Cyrillic or Greek ones in one word (look-alikes: `pаypаl`): every pair
     # of bytes no token holds side by side is a cut (`Vocabulary.byte_pairs`)
     if letters and vocab.byte_pairs and (b"c" in latin or b"g" in latin):
-        best = max(best, _mixed_cuts(other, vocab.byte_pairs))
+        best = max(best, mixed_cuts(other, vocab.byte_pairs))
+    if letters and vocab.glued:  # or by their runs (`_glued_tokens`), if more
+        return max(len(other) + best, _glued_tokens(other, chars, vocab))
     return len(other) + best
 
 
-def _mixed_cuts(words: list[bytes], held: tuple[bytes, ...]) -> int:
-    """The cuts between tokens in those of `words` that mix ASCII letters and Cyrillic or Greek
-    letters, where two adjacent bytes are a pair no token holds (the most of the encodings
-    whose pairs `held` holds, a bit each)."""
-    mixed = [
-        word
-        for word in words
-        if not word.isascii()
-        and word.translate(None, _ASCII_BYTES) != word
-        and word.translate(None, _NOT_CYRILLIC_GREEK)
-    ]
-    codes = [first << 8 | second for word in mixed for first, second in pairwise(word)]
-    return max(sum(not bits[code >> 3] >> (code & 7) & 1 for code in codes) for bits in held)
-
-
-def _letter_cuts(marked: bytes) -> int:
-    """The cuts between tokens in words translated by a `Vocabulary.letter_cuts` table."""
-    return marked.count(b"aL") + marked.count(b"Ca")
+def _glued_tokens(other: list[bytes], chars: str, vocab: Vocabulary) -> int:
+    """What the unknown non-ASCII words `other` (their non-ASCII characters `chars`) cost at
+    least by their runs of ASCII letters and of the rest (`glued_parts`, see `other_tokens`),
+    where a character is no letter (punctuation, symbols, zero-width and format characters,
+    marks, selectors) or one of Latin-1's signs (`ª`, `µ`, `²`): between letters alone tokens
+    join most (`ét`), and reading them cost European text a fifth of its time. Else 0."""
+    if not _NOT_WORD.search(chars):
+        return 0
+    runs, inside, spanned = glued_parts(b" ".join(other), vocab.glued)
+    inner, more = "".join(inside), []
+    for singles, costs, joins in zip(vocab.floor_singles, vocab.floor_costs, spanned, strict=True):
+        residue = singles.sub("", inner)  # its characters no token holds alone cost more
+        more.append((costs.cost(residue) - len(residue) if residue else 0) - joins)
+    return word_tokens(runs, vocab) + len(inside) + max(more)
 
 
 def word_tokens(

@@ -148,7 +148,7 @@ class _Model:
 def _model(target: str) -> _Model:
     data = load()
     if data.feature_names != FEATURE_NAMES:  # pragma: no cover - guards regeneration
-        msg = "ragbudget/estimate/estimate_v1.json is stale: run tools/estimator/calibrate.py --fit"
+        msg = "ragbudget/estimate/estimate_v2.json is stale: run tools/estimator/calibrate.py --fit"
         raise RuntimeError(msg)
     w = dict(zip(FEATURE_NAMES, data.weights[target], strict=True))
     vocab = vocabulary(target)

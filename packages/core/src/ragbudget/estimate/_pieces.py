@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+from collections.abc import Iterable
 from itertools import compress, repeat
 from operator import add, floordiv, ge
 from typing import TYPE_CHECKING
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
     from ragbudget.estimate._text import Vocabulary
 
 __all__ = [
+    "common_runs",
     "gap_bound",
     "plain_spaces",
     "soup_tokens",
@@ -24,6 +26,16 @@ __all__ = [
     "text_bound",
     "text_tokens",
 ]
+
+
+def common_runs(per_encoding: Iterable[str]) -> frozenset[bytes]:
+    """The runs of 2 or more ASCII symbols that every encoding holds whole (space-separated
+    lists, one per encoding: `EstimateData.symbol_runs`), and every single ASCII byte (a
+    byte-level tokenizer holds each, so a lone symbol is a token): `Vocabulary.symbol_runs`."""
+    sets = [set(runs.encode().split(b" ")) - {b""} for runs in per_encoding]
+    lone = {bytes((byte,)) for byte in range(0x80)}
+    return frozenset(set.intersection(*sets) | lone) if sets else frozenset(lone)
+
 
 _PER_SYMBOL = 0.66  # tokens per symbol of symbol soup (cl100k: 1.55 symbols per token)
 _SYMBOL = rb"[\x00-\x08\x0e-\x1f!-/:-@\[-`{-~\x7f]"

@@ -20,6 +20,8 @@ from itertools import filterfalse
 
 from ragbudget.estimate._blocks import BlockCosts, Isolated, block_costs, cuts, held_codes
 from ragbudget.estimate._data import cuts_table, load, most_counts, most_digits, script_extras
+from ragbudget.estimate._glued import glued_set
+from ragbudget.estimate._pieces import common_runs
 from ragbudget.estimate._segments import Segments
 
 TARGETS = ("cl100k_base", "o200k_base")
@@ -210,15 +212,6 @@ def _pairs_pattern(pairs: str) -> re.Pattern[bytes]:
     return re.compile("|".join(alternatives or ["(?!)"]).encode())
 
 
-def _common_runs(per_encoding: Iterable[str]) -> frozenset[bytes]:
-    """The runs of 2 or more ASCII symbols that every encoding holds whole (space-separated
-    lists, one per encoding), and every single ASCII byte (a byte-level tokenizer holds each,
-    so a lone symbol is a token)."""
-    sets = [set(runs.encode().split(b" ")) - {b""} for runs in per_encoding]
-    lone = {bytes((byte,)) for byte in range(0x80)}
-    return frozenset(set.intersection(*sets) | lone) if sets else frozenset(lone)
-
-
 @dataclass(frozen=True)
 class Vocabulary:
     """What one target knows: frequent words with their token counts (after a space), the
@@ -281,6 +274,9 @@ class Vocabulary:
     scripts: dict[bytes, float] = field(default_factory=dict)
     """Scripts whose unknown characters cost more than `foreign`: UTF-8 prefix -> how much
     more per character, the most of the encodings covered (`EstimateData.script_costs`)."""
+    glued: tuple[frozenset[str], ...] = ()
+    """Per encoding covered, the pairs of an ASCII letter and a non-ASCII character that some
+    token holds (`EstimateData.glued`; none: the floor's rule is off, `glued_parts`)."""
 
     @classmethod
     def build(
@@ -306,6 +302,7 @@ class Vocabulary:
         letter_cuts: Iterable[str] = (),
         byte_pairs: Iterable[str] = (),
         script_costs: Iterable[str] = (),
+        glued: Iterable[str] = (),
     ) -> Vocabulary:
         """`single`: the non-ASCII characters that are single tokens (for the rare-character
         features); `floor_singles`: the same per encoding for the floor (default: `single`);
@@ -321,8 +318,8 @@ class Vocabulary:
         `EstimateData.isolated` of each encoding covered; `segments`: the runs of ASCII
         letters of each encoding covered (`EstimateData.letter_runs`); `bare`: aligned with
         `words`, their counts without a space before them (`EstimateData.bare_tokens`);
-        `space_counts`, `letter_cuts`, `byte_pairs`: `EstimateData.space_counts`,
-        `.letter_cuts`, `.byte_pairs`, `.script_costs` of each encoding covered."""
+        `space_counts`, `letter_cuts`, `byte_pairs`, `glued`: `EstimateData.space_counts`,
+        `.letter_cuts`, `.byte_pairs`, `.script_costs`, `.glued` of each encoding covered."""
         table = {w.encode(): n for w, n in zip(words, tokens, strict=True)}
         counts = tuple(bare)  # the words are unique: one count per key of `table`
         fresh = {w: n - table[w] for w, n in zip(table, counts, strict=True)} if counts else {}
@@ -351,7 +348,7 @@ class Vocabulary:
             _classes_of(weak),
             _classes_of("".join(spelled_chars)),
             foreign,
-            _common_runs(symbol_runs),
+            common_runs(symbol_runs),
             held_codes(held),
             tuple(tuple(sorted(map(int, runs.split()))) for runs in space_runs if runs),
             tuple(map(Isolated.build, isolated)) or tuple(Isolated.build("") for _ in floors),
@@ -364,6 +361,7 @@ class Vocabulary:
             tuple(map(base64.b64decode, byte_pairs)),
             most_counts(space_counts),
             script_extras(script_costs, foreign),
+            tuple(map(glued_set, glued)),
         )
 
 
@@ -399,6 +397,7 @@ def vocabulary(target: str) -> Vocabulary:
         letter_cuts=[data.letter_cuts[t] for t in covered if t in data.letter_cuts],
         byte_pairs=[data.byte_pairs[t] for t in covered if t in data.byte_pairs],
         script_costs=[data.script_costs.get(t, "") for t in covered],
+        glued=[data.glued[t] for t in covered if t in data.glued],
     )
 
 

@@ -1,14 +1,16 @@
-"""`TokenBudgetMiddleware`: every tool result of any FastMCP server within a token budget.
+"""`TokenBudgetMiddleware`: every tool result of any FastMCP server within its client's walls.
 
-Needs the `fastmcp` extra: `pip install 'ragbudget[fastmcp]'`. A result over its budget is cut
-at a boundary (JSON stays valid JSON) with a notice, and the rest is served page by page by a
-`more` tool the middleware adds. docs/middleware.md has the guide.
+Needs the `fastmcp` extra: `pip install 'ragbudget[fastmcp]'`. Each result (its text, its
+structured content, an error) is budgeted against the walls of the client that reads it
+(tokens, characters, bytes: `ragbudget.limits`); a result over them is cut at a boundary (JSON
+stays valid JSON) with a notice, and the rest is served page by page by a `more` tool the
+middleware adds. docs/middleware.md has the guide.
 
     from fastmcp import FastMCP
     from ragbudget.middleware import TokenBudgetMiddleware
 
     mcp = FastMCP("my-server")
-    mcp.add_middleware(TokenBudgetMiddleware(max_tokens=10_000))
+    mcp.add_middleware(TokenBudgetMiddleware())  # or max_tokens=10_000, client="codex", walls=...
 """
 
 from __future__ import annotations
@@ -23,7 +25,16 @@ except ImportError as _import_error:
     )
     raise ImportError(msg) from _import_error
 
-from ragbudget.limits import DEFAULT_MAX_TOKENS_CEILING
-from ragbudget.middleware.token_budget import MIN_MAX_TOKENS, TokenBudgetMiddleware
+from ragbudget.limits import DEFAULT_MAX_TOKENS_CEILING, Walls
+from ragbudget.middleware.client_walls import MIN_MAX_TOKENS, MIN_WALL_SIZE
+from ragbudget.middleware.continuation import ContinuationNameTaken
+from ragbudget.middleware.token_budget import TokenBudgetMiddleware
 
-__all__ = ["DEFAULT_MAX_TOKENS_CEILING", "MIN_MAX_TOKENS", "TokenBudgetMiddleware"]
+__all__ = [
+    "DEFAULT_MAX_TOKENS_CEILING",
+    "MIN_MAX_TOKENS",
+    "MIN_WALL_SIZE",
+    "ContinuationNameTaken",
+    "TokenBudgetMiddleware",
+    "Walls",
+]

@@ -24,6 +24,7 @@ from typing import Any
 
 from ragbudget.counters import TokenCounter
 from ragbudget.fitting import cut_text, largest_fitting
+from ragbudget.limits import Walls
 from ragbudget.middleware.json_trim import (
     Cut,
     CutKind,
@@ -34,6 +35,7 @@ from ragbudget.middleware.json_trim import (
     snap_text,
     trim,
 )
+from ragbudget.middleware.page_cache import held_bytes
 from ragbudget.truncate import truncate_head
 
 __all__ = [
@@ -50,6 +52,9 @@ PAYLOAD_KEY: dict[CutKind, str] = {"items": "items", "chars": "text", "keys": "e
 """The key of a JSON page that holds its part of the result, by kind of cut."""
 
 UNIT_NAMES: dict[CutKind, str] = {"items": "items", "chars": "characters", "keys": "keys"}
+
+SEGMENTS_ALLOWANCE = 4_096
+"""Bytes charged for a remainder's own objects (its segments, its lock) over its result."""
 
 
 @dataclass
@@ -101,21 +106,30 @@ def first_text_page(text: str, start: int, budget: int, counter: TokenCounter) -
 
 
 class Remainder:
-    """A cut result, kept in the page cache, and the segments still to be shown."""
+    """A cut result, kept in the page cache, and the segments still to be shown; its pages
+    stay within `walls`, those of the call that was cut."""
 
-    def __init__(
-        self, root: Any, segments: Iterable[Segment], *, max_tokens: int, tool: str
-    ) -> None:
+    def __init__(self, root: Any, segments: Iterable[Segment], *, walls: Walls, tool: str) -> None:
         self.root = root
         self.segments = list(segments)
-        self.max_tokens = max_tokens
+        self.walls = walls
         self.tool = tool
         self._lock = threading.Lock()
 
     @classmethod
-    def from_cuts(cls, root: Any, cuts: Iterable[Cut], *, max_tokens: int, tool: str) -> Remainder:
+    def from_cuts(cls, root: Any, cuts: Iterable[Cut], *, walls: Walls, tool: str) -> Remainder:
         segments = (Segment(c.path, c.kind, c.kept, c.total) for c in cuts)
-        return cls(root, segments, max_tokens=max_tokens, tool=tool)
+        return cls(root, segments, walls=walls, tool=tool)
+
+    @property
+    def max_tokens(self) -> int:
+        """The token wall (budget units) of every page."""
+        return self.walls.tokens
+
+    def held_bytes(self, limit: int | None = None) -> int:
+        """The memory this remainder holds (its result, as parsed), measured object by object;
+        counting stops once past `limit`."""
+        return held_bytes(self.root, limit) + SEGMENTS_ALLOWANCE
 
     @property
     def left(self) -> int:

@@ -42,20 +42,15 @@ def make_budget(
     exclude_tools: tuple[str, ...] = (),
     more_tool: str = "more",
 ) -> TokenBudgetMiddleware:
-    """The middleware for the guard: the walls of the client profile `client` (default: the
-    `default` profile, within Claude Code's and Codex's walls), `max_tokens` replacing its
-    token wall when given, counted by `counter`."""
-    from ragbudget import get_counter
-    from ragbudget.limits import WalledCounter, profile_for
+    """The middleware for the guard: the walls of the client profile `client`, or of each
+    connecting client's own profile (by the name it sends) when None; `max_tokens` replaces the
+    profile's token wall when given; counted by `counter`."""
     from ragbudget.middleware import TokenBudgetMiddleware
 
-    base = get_counter(counter)
-    walls = profile_for(None, override=client or DEFAULT_PROFILE.name).walls(base)
-    if max_tokens is not None:
-        walls = walls.with_tokens(max_tokens)
     return TokenBudgetMiddleware(
-        walls.tokens,
-        counter=WalledCounter(base, walls),
+        max_tokens,
+        client=client,
+        counter=counter,
         tool_budgets=tool_budgets,
         exclude_tools=exclude_tools,
         more_tool=more_tool,
@@ -118,7 +113,8 @@ def guard(
     client: Annotated[
         str | None,
         typer.Option(
-            show_default=f"{DEFAULT_PROFILE.name}: {DEFAULT_PROFILE.walls().describe()}",
+            show_default="the connecting client's own, by the name it sends; unknown: "
+            f"{DEFAULT_PROFILE.name}, {DEFAULT_PROFILE.walls().describe()}",
             help=f"The client profile whose walls every result keeps within: {PROFILE_NAMES}.",
         ),
     ] = None,
@@ -208,7 +204,7 @@ def guard(
 
     warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
     logging.getLogger("ragbudget_server.guard").info(
-        "guarding %r: results within %s", backend.name, budget.counter
+        "guarding %r: results within %s", backend.name, client or "each client's profile"
     )
     from ragbudget_server.guard.proxy import build_guard
 

@@ -28,6 +28,7 @@ from fastmcp.server.providers.proxy import ProxyClient, ProxyMetadataMiddleware
 from fastmcp.tools import Tool
 from mcp.shared.exceptions import MCPError
 from ragbudget.middleware import TokenBudgetMiddleware
+from ragbudget.middleware.client_walls import client_name
 
 from ragbudget_server.guard.backend import Backend
 
@@ -214,14 +215,15 @@ class PagingNote(Middleware):
     def __init__(self, budget: TokenBudgetMiddleware) -> None:
         self.budget = budget
 
-    def note(self, tool: str) -> str | None:
-        """The line for `tool`, or None for an excluded tool (and the continuation tool)."""
-        tokens = self.budget.budget_for(tool)
-        if tokens is None:
+    def note(self, tool: str, client: str | None = None) -> str | None:
+        """The line for `tool` as the client named `client` sees it, or None for an excluded
+        tool (and the continuation tool)."""
+        budget = self.budget.budget_for(tool, client)
+        if budget is None:
             return None
         return (
-            f"(Results over {tokens:,} tokens are cut to fit; call `{self.budget.more_tool}` "
-            "with the handle a cut result gives for the rest.)"
+            f"(Results over {budget.walls.describe()} are cut to fit; call "
+            f"`{self.budget.more_tool}` with the handle a cut result gives for the rest.)"
         )
 
     async def on_list_tools(
@@ -230,9 +232,10 @@ class PagingNote(Middleware):
         call_next: CallNext[mt.ListToolsRequest, Sequence[Tool]],
     ) -> Sequence[Tool]:
         tools = await call_next(context)
+        client = client_name(context.fastmcp_context)
         noted: list[Tool] = []
         for tool in tools:
-            line = self.note(tool.name)
+            line = self.note(tool.name, client)
             if line is None:
                 noted.append(tool)
                 continue

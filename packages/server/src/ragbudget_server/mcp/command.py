@@ -88,6 +88,18 @@ def _require_store(settings: ServerSettings) -> None:
         raise _fail(str(exc), code=1) from None
 
 
+def _check_counter(spec: str | None) -> None:
+    """An unknown `--counter` is a usage error naming the option, before the server starts."""
+    if spec is None:
+        return
+    from ragbudget.counters import get_counter
+
+    try:
+        get_counter(spec)
+    except (ValueError, TypeError, ImportError, OSError) as exc:
+        raise _fail(f"--counter {spec!r}: {exc}") from None
+
+
 def serve(
     ctx: typer.Context,
     transport: Annotated[
@@ -205,6 +217,7 @@ def serve(
             host,
         )
 
+    _check_counter(store.counter)
     _require_store(settings)
     mcp = create_server(settings, auth_token=auth_token if transport is Transport.http else None)
     try:

@@ -296,6 +296,15 @@ async def read_document(
         ),
     ] = 0,
     format: FormatArg = "text",
+    page: Annotated[
+        int | None,
+        Field(
+            description="Start at this page of a PDF (or slide of a presentation), as a "
+            "search result cites it, instead of `offset`.",
+            ge=1,
+            le=MAX_LINE,
+        ),
+    ] = None,
 ) -> ToolResult:
     """Read a stored document by lines, one budgeted page at a time.
 
@@ -309,6 +318,7 @@ async def read_document(
         return state.store.read(
             source, offset=offset, limit=limit, max_tokens=budget,
             counter=state.counter_for(format), format=format, char_offset=char_offset,
+            page=page,
         )  # fmt: skip
 
     def warning(response: ReadResponse, budget: int) -> str | None:
@@ -331,13 +341,23 @@ async def ingest(
         ),
     ],
     ctx: Context,
+    prune: Annotated[
+        bool,
+        Field(
+            description="Remove the documents under `paths` whose file is gone (false: keep "
+            "them searchable; the report counts them in sources_stale)."
+        ),
+    ] = True,
 ) -> IngestReport:
-    """Index files and folders under the server's allowed roots (idempotent).
+    """Index files and folders under the server's allowed roots (idempotent): text, code,
+    PDF (cited by page), Word, PowerPoint, Excel, CSV, HTML and e-mail.
 
-    Unchanged files are skipped, changed ones replace their old chunks, and files that can
-    no longer be indexed lose them. Paths outside the allowed roots, including through
-    symlinks, are refused; so are hard-linked files unless the server allows them. The
-    report fits the server's ceiling: long lists of files are cut (`problems_omitted`).
+    Unchanged files are skipped, changed ones replace their old chunks, files that can no
+    longer be indexed lose them, and deleted files leave the index (unless `prune` is false).
+    Every file left out is named with its reason in `files_skipped`. Paths outside the
+    allowed roots, including through symlinks, are refused; so are hard-linked files unless
+    the server allows them. The report fits the server's ceiling: long lists of files are cut
+    (`problems_omitted`).
     """
     state = await _state(ctx)
     try:
@@ -352,6 +372,7 @@ async def ingest(
     call = partial(
         state.store.ingest,
         [str(p) for p in checked],
+        prune=prune,
         on_progress=on_progress,
         refuse=partial(linked_file_reason, roots=roots, allow_hard_links=hard_links),
     )

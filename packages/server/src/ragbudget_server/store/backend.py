@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -15,7 +16,7 @@ from ragbudget.counters import CounterSpec, TokenCounter, get_counter
 
 from ragbudget_server.store import live, remote
 from ragbudget_server.store.embedding import embedding_label, make_embedding, same_embedding
-from ragbudget_server.store.errors import StoreError
+from ragbudget_server.store.errors import StoreError, chroma_error, is_damaged
 from ragbudget_server.store.lock import release_lock_file, writer_lock
 from ragbudget_server.store.remote import (
     DEFAULT_CONNECT_TIMEOUT,
@@ -29,6 +30,10 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_PATH = ".ragbudget"
 COUNTER_KEY = "ragbudget_counter"
+SKIPPED_KEY = "ragbudget_skipped"
+"""Collection metadata: the files ingests left out, as JSON {path: reason} (`stats` lists them)."""
+MAX_SKIPPED = 1000
+"""Most skipped files remembered (the first by path); `stats` says how many there were."""
 _NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$")
 _PAGE = 5000
 
@@ -48,6 +53,17 @@ def _parse_server(server: Any) -> tuple[str, int, bool]:
         msg = f"server {server!r} has an invalid port"
         raise StoreError(msg) from None
     return url.hostname, port, url.scheme == "https"
+
+
+def _forget_system(path: Path) -> None:
+    """Drop chromadb's cached client system for `path` after it failed to open: chromadb keeps
+    a half-built one, and every later open in this process would fail with its own confusing
+    error instead of the real one."""
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    cache = getattr(SharedSystemClient, "_identifier_to_system", None)
+    if isinstance(cache, dict):
+        cache.pop(str(path), None)
 
 
 class ChromaBackend:
@@ -140,9 +156,12 @@ class ChromaBackend:
                 path=str(self._snapshot or self.path), settings=settings
             )
         except Exception as exc:
+            _forget_system(self._snapshot or self.path)
             self._drop_snapshot()
             if live.is_read_only_error(exc):
                 raise live.read_only(self.path) from None
+            if is_damaged(exc):
+                raise chroma_error(str(self.path), exc, embedded=True) from None
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             msg = f"cannot open the store at {self.path}: {reason}"
             raise StoreError(msg) from None
@@ -198,6 +217,39 @@ class ChromaBackend:
         metadata = dict(collection.metadata or {})
         if metadata.get(COUNTER_KEY) != self.counter.name:
             collection.modify(metadata={**metadata, COUNTER_KEY: self.counter.name})
+
+    def skipped(self) -> tuple[dict[str, str], int]:
+        """The files earlier ingests left out ({path: reason}, at most MAX_SKIPPED), and how
+        many there were."""
+        raw = (self.require().metadata or {}).get(SKIPPED_KEY)
+        try:
+            held = json.loads(raw) if isinstance(raw, str) else {}
+        except ValueError:
+            held = {}
+        files = held.get("files") if isinstance(held, dict) else None
+        total = held.get("total") if isinstance(held, dict) else None
+        if not isinstance(files, dict):
+            return {}, 0
+        listed = {str(k): str(v) for k, v in files.items()}
+        return listed, total if isinstance(total, int) else len(listed)
+
+    def record_skipped(self, roots: list[Path], found: dict[str, str]) -> None:
+        """Remember the files this ingest under `roots` left out, replacing what earlier
+        ingests said of the files under the same roots."""
+        held, _ = self.skipped()
+        prefixes = [r.as_posix().rstrip("/") for r in roots]
+        kept = {
+            path: why
+            for path, why in held.items()
+            if not any(path == p or path.startswith(p + "/") for p in prefixes)
+        }
+        merged = dict(sorted({**kept, **found}.items()))
+        listed = dict(list(merged.items())[:MAX_SKIPPED])
+        value = json.dumps({"files": listed, "total": len(merged)}, ensure_ascii=False)
+        collection = self.require()
+        metadata = dict(collection.metadata or {})
+        if metadata.get(SKIPPED_KEY) != value:
+            collection.modify(metadata={**metadata, SKIPPED_KEY: value})
 
     def embed(self, texts: list[str], ef: Any = None, *, query: bool = False) -> Any:
         """Embeddings of `texts`; a failing embedding is a StoreError that says what to do."""

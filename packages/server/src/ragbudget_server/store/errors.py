@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from ragbudget.errors import RagbudgetError
 
-__all__ = ["StoreError"]
+__all__ = ["StoreError", "chroma_error", "is_damaged"]
+
+_DAMAGED = (
+    "file is not a database",
+    "database disk image is malformed",
+    "malformed database schema",
+    "database corruption",
+    "(code: 11)",
+    "(code: 26)",
+)
 
 
 class StoreError(RagbudgetError, ValueError):
@@ -13,3 +22,24 @@ class StoreError(RagbudgetError, ValueError):
     The message names the argument at fault and what to do about it, and is meant to be shown
     as is (the CLI prints it; the MCP server returns it as a tool error).
     """
+
+
+def is_damaged(exc: BaseException) -> bool:
+    """True when `exc` says the store's SQLite file is corrupt (not merely locked or absent)."""
+    text = str(exc).lower()
+    return any(marker in text for marker in _DAMAGED)
+
+
+def chroma_error(where: str, exc: BaseException, *, embedded: bool) -> StoreError:
+    """Chroma's own error from the store at `where`, as the project's: one line naming the
+    store and, for a damaged embedded store, how to rebuild it."""
+    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if embedded and is_damaged(exc):
+        msg = (
+            f"cannot open the store at {where}: its database is damaged ({reason}); rebuild "
+            "it: move that folder away (or delete it) and run `ragbudget ingest` on your files "
+            "again"
+        )
+    else:
+        msg = f"the Chroma store at {where} failed: {reason}"
+    return StoreError(msg)

@@ -1,23 +1,29 @@
-"""Finding the files to ingest: text and code, minus what a person would not want indexed.
+"""Finding the files to ingest: text, code and documents, minus what a person would not want
+indexed.
 
 Skipped without a word: VCS folders, virtualenvs, `node_modules`, caches, and what `.gitignore`
 files exclude (those inside the walked folders, and those above them up to the repository root
-unless they hide the walked folder itself). Skipped with a reason in the report: binary files,
-files over the size cap, files that are not UTF-8 text, empty files. A file named explicitly is
-taken even if `.gitignore` excludes it.
+unless they hide the walked folder itself). Skipped with a reason in the report: symbolic links
+(never followed: name the target itself), FIFOs, sockets and devices, binary files, files over
+the size cap, text in no encoding that can be detected, empty files, and documents that cannot
+be converted (see `ragbudget_server.store.convert`). A file named explicitly is taken even if
+`.gitignore` excludes it.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pathspec
 
-__all__ = ["SKIP_DIRS", "Candidate", "read_text", "walk"]
+from ragbudget_server.store.convert import Converted, Limits, Unindexable, convert, kind_of
+
+__all__ = ["SKIP_DIRS", "Candidate", "read_file", "walk"]
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +48,6 @@ _BINARY_SUFFIXES = frozenset(
         ".webp",
         ".tif",
         ".tiff",
-        ".pdf",
         ".zip",
         ".gz",
         ".tgz",
@@ -95,15 +100,33 @@ _BINARY_SUFFIXES = frozenset(
         ".safetensors",
     ]
 )
-_SNIFF_BYTES = 8192
+_OLD_OFFICE = frozenset([".doc", ".xls", ".ppt"])
+LINK_REASON = "a symbolic link, not followed (ingest its target by its own path)"
 
 
 @dataclass(frozen=True)
 class Candidate:
-    """A file found by the walk: its resolved path, and whether it was named explicitly."""
+    """A file found by the walk: its path, whether it was named explicitly, and why it must be
+    left out without being read (a link, a FIFO), if it must."""
 
     path: Path
     explicit: bool
+    skip: str | None = None
+
+
+def _special(path: Path) -> str | None:
+    """Why `path` is not a file to read (a link, a FIFO, a socket, a device), else None."""
+    try:
+        mode = path.lstat().st_mode
+    except OSError:
+        return None  # gone since listed: the read says so
+    if stat.S_ISLNK(mode):
+        return LINK_REASON
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    what = "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else (
+        "a socket" if stat.S_ISSOCK(mode) else "a device")  # fmt: skip
+    return f"not a regular file: {what}"
 
 
 class _Ignores:
@@ -160,10 +183,10 @@ def walk(roots: list[Path], *, exclude: Path | None = None) -> Iterator[Candidat
     ignores = _Ignores()
     seen: set[Path] = set()
     for root in roots:
-        if root.is_file():
+        if not root.is_dir():
             if root not in seen:
                 seen.add(root)
-                yield Candidate(root, explicit=True)
+                yield Candidate(root, explicit=True, skip=_special(root))
             continue
         top = _repo_top(root)
         if top != root and ignores.ignored(root, top, is_dir=True):
@@ -171,41 +194,52 @@ def walk(roots: list[Path], *, exclude: Path | None = None) -> Iterator[Candidat
         for dirpath, dirnames, filenames in os.walk(root):
             folder = Path(dirpath)
             keep = []
+            links = []
             for name in sorted(dirnames):
                 sub = folder / name
-                if _skip_dir(sub) or sub == exclude or sub.is_symlink():
+                if _skip_dir(sub) or sub == exclude or ignores.ignored(sub, top, is_dir=True):
                     continue
-                if ignores.ignored(sub, top, is_dir=True):
+                if sub.is_symlink():  # named in the report, never walked into
+                    links.append(name)
                     continue
                 keep.append(name)
             dirnames[:] = keep
-            for name in sorted(filenames):
+            for name in sorted([*filenames, *links]):
                 path = folder / name
-                if path in seen or path.is_symlink() or not path.is_file():
+                if path in seen or name == ".gitignore":
                     continue
-                if name == ".gitignore" or ignores.ignored(path, top, is_dir=False):
+                if ignores.ignored(path, top, is_dir=path.is_dir()):
                     continue
                 seen.add(path)
-                yield Candidate(path, explicit=False)
+                yield Candidate(path, explicit=False, skip=_special(path))
 
 
-def read_text(path: Path, max_bytes: int) -> tuple[str | None, bytes | None, str | None]:
-    """(text, raw bytes, None) for a readable UTF-8 text file, else (None, None, reason).
+def read_file(
+    path: Path, max_bytes: int, max_document_bytes: int
+) -> tuple[Converted | None, bytes | None, str | None]:
+    """(its text, its raw bytes, None) for a file that can be indexed, else (None, None, why).
 
-    Raises OSError when the file cannot be read at all (the caller reports it as an error).
+    A plain text file may hold at most `max_bytes`; a document (PDF, Office) at most
+    `max_document_bytes` on disk, and `max_bytes` characters of text once converted. Sizes are
+    checked before anything is read. Raises OSError when the file cannot be read at all (the
+    caller reports it as an error).
     """
-    if path.suffix.lower() in _BINARY_SUFFIXES:
+    suffix = path.suffix.lower()
+    if suffix in _BINARY_SUFFIXES:
         return None, None, f"binary file type ({path.suffix})"
+    if suffix in _OLD_OFFICE:
+        reason = f"binary file type ({path.suffix}: an old Office format; save it as {suffix}x)"
+        return None, None, reason
+    kind = kind_of(path)
+    cap = max_document_bytes if kind is not None and kind.extra else max_bytes
     size = path.stat().st_size
-    if size > max_bytes:
-        return None, None, f"over the size cap ({size:,} > {max_bytes:,} bytes)"
+    if size > cap:
+        return None, None, f"over the size cap ({size:,} > {cap:,} bytes)"
     data = path.read_bytes()
     if not data.strip():
         return None, None, "empty"
-    if b"\x00" in data[:_SNIFF_BYTES]:
-        return None, None, "binary (NUL bytes)"
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return None, None, f"not UTF-8 text ({exc.reason} at byte {exc.start})"
-    return text.removeprefix("\ufeff"), data, None
+        converted = convert(path, data, Limits(max_text_chars=max_bytes))
+    except Unindexable as exc:
+        return None, None, exc.reason
+    return converted, data, None

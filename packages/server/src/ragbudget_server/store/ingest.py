@@ -29,9 +29,11 @@ from typing import TYPE_CHECKING, Any
 from ragbudget._shown import shown
 from ragbudget.counters import TokenCounter
 
+from ragbudget_server.store.convert import CONVERTER_VERSION, kind_of
 from ragbudget_server.store.errors import StoreError
-from ragbudget_server.store.files import read_text, walk
+from ragbudget_server.store.files import read_file, walk
 from ragbudget_server.store.models import FileProblem, IngestReport
+from ragbudget_server.store.pages import chunk_pages, page_starts
 from ragbudget_server.store.paths import user_path
 
 if TYPE_CHECKING:
@@ -60,7 +62,8 @@ RECIPE_VERSION = "1"
 Metadata = dict[str, Any]
 
 Progress = Callable[[int, int, str], None]
-"""`on_progress(done_files, total_files, current_path)`, called after each file."""
+"""`on_progress(done_files, total_files, path)`, called after each file with the path of the
+file read next (the last file's own at the end), so a label names the file being read."""
 Refuse = Callable[[Path], str | None]
 """Why a file found must be left out (None: it may be indexed)."""
 
@@ -123,11 +126,14 @@ def plan_records(
     chunk_tokens: int,
     overlap: int,
     counter: TokenCounter,
+    unit: str | None = None,
 ) -> list[Record]:
     """Chunk `text` and build its records, with what `read` needs to rebuild the text exactly.
 
     `lead` holds any text between the end of what earlier chunks covered and a chunk's start
-    (whitespace a splitter trimmed), and `tail` on the last chunk whatever follows it.
+    (whitespace a splitter trimmed), and `tail` on the last chunk whatever follows it. `unit`
+    ("page", "slide") is what the text's marker lines count: each chunk then carries its pages
+    (`ragbudget_server.store.pages`).
     """
     from ragbudget.chunking import chunk_text
 
@@ -138,6 +144,7 @@ def plan_records(
     chunks = [c for c in chunks if text[c.start_index : c.end_index].strip()]
     dirs = [p.as_posix() for p in reversed(path.parents)]
     header = f"{path.parent.name} {path.stem}\n"  # lets a path's words count in the embedding
+    starts = page_starts(text, unit) if unit else []
     records: list[Record] = []
     covered = 0
     for index, chunk in enumerate(chunks):
@@ -160,6 +167,9 @@ def plan_records(
             "counter": counter.name,
             "file_hash": fhash,
         }
+        if unit:
+            meta["page_unit"] = unit
+            meta.update(chunk_pages(starts, chunk.start_line, chunk.end_line))
         if start > covered:
             meta["lead"] = text[covered:start]
         covered = max(covered, end)
@@ -269,10 +279,12 @@ def ingest_files(
     max_file_bytes: int,
     batch_size: int,
     refuse: Refuse | None,
+    max_document_bytes: int,
 ) -> IngestReport:
     """Chunk and store the text and code files under `roots` (`DocumentStore.ingest`, whose
     arguments are checked): a file at a time, its plan against what the collection holds,
-    written in batches; with `prune`, the chunks of files under `roots` no longer found go."""
+    written in batches; with `prune`, the chunks of files under `roots` no longer found go
+    (without it, `sources_stale` counts them)."""
     exclude = backend.path.resolve() if backend.path is not None else None
     candidates = list(walk(roots, exclude=exclude))
     collection = backend.open(create=True)
@@ -289,11 +301,13 @@ def ingest_files(
             source = candidate.path.as_posix()
             existing = held.get(source, {})
             try:
-                reason = refuse(candidate.path) if refuse is not None else None
+                reason = candidate.skip
+                if reason is None and refuse is not None:
+                    reason = refuse(candidate.path)
                 text, data, reason = (
                     (None, None, reason)
                     if reason is not None
-                    else read_text(candidate.path, max_file_bytes)
+                    else read_file(candidate.path, max_file_bytes, max_document_bytes)
                 )
             except OSError as exc:
                 report.errors.append(FileProblem(path=source, reason=str(exc)))
@@ -307,23 +321,30 @@ def ingest_files(
                     report.files_removed.append(FileProblem(path=source, reason=removed))
             elif text is not None and data is not None:
                 kept.add(source)
-                fhash = file_hash(data, recipe)
+                converted = kind_of(candidate.path) is not None  # its reader's version counts
+                fhash = file_hash(data, f"{recipe}:{CONVERTER_VERSION}" if converted else recipe)
                 if is_complete(existing, fhash):
                     report.files_unchanged += 1
                 else:
                     records = plan_records(
-                        source, text, fhash,
-                        chunk_tokens=chunk_tokens, overlap=overlap, counter=backend.counter,
+                        source, text.text, fhash, chunk_tokens=chunk_tokens, overlap=overlap,
+                        counter=backend.counter, unit=text.unit,
                     )  # fmt: skip
                     writer.push(plan_file(source, records, existing))
                     report.files_ingested += 1
             if on_progress is not None:
-                on_progress(i, total, source)
+                following = candidates[i].path.as_posix() if i < total else source
+                on_progress(i, total, following)
     writer.flush()
     report.chunks_added, report.chunks_deleted = writer.added, writer.deleted
+    left_out = {p.path: p.reason for p in report.files_skipped}
+    left_out.update({p.path: f"unreadable: {p.reason}" for p in report.errors})
+    backend.record_skipped(roots, left_out)
     if prune:
         report.sources_pruned, pruned_chunks = _prune(backend, roots, kept)
         report.chunks_deleted += pruned_chunks
+    else:
+        report.sources_stale = len(_gone(backend, roots, kept))
     logger.info(
         "ingested %d files (%d unchanged, %d skipped): %d chunks added, %d deleted",
         report.files_ingested, report.files_unchanged, len(report.files_skipped),
@@ -340,8 +361,8 @@ def _held(backend: ChromaBackend, sources: list[str]) -> dict[str, dict[str, Met
     return held
 
 
-def _prune(backend: ChromaBackend, roots: list[Path], kept: set[str]) -> tuple[int, int]:
-    """Delete the chunks of documents under `roots` whose file was not found this time."""
+def _gone(backend: ChromaBackend, roots: list[Path], kept: set[str]) -> dict[str, list[str]]:
+    """The chunk ids of each document under `roots` whose file was not found this time."""
     prefixes = [r.as_posix() for r in roots]
     gone: dict[str, list[str]] = {}
     for id_, meta in backend.metadatas():
@@ -349,6 +370,12 @@ def _prune(backend: ChromaBackend, roots: list[Path], kept: set[str]) -> tuple[i
         under = any(source == p or source.startswith(p.rstrip("/") + "/") for p in prefixes)
         if under and source not in kept:
             gone.setdefault(source, []).append(id_)
+    return gone
+
+
+def _prune(backend: ChromaBackend, roots: list[Path], kept: set[str]) -> tuple[int, int]:
+    """Delete the chunks of documents under `roots` whose file was not found this time."""
+    gone = _gone(backend, roots, kept)
     ids = [i for group in gone.values() for i in group]
     for i in range(0, len(ids), 1000):
         backend.require().delete(ids=ids[i : i + 1000])

@@ -79,6 +79,11 @@ class SearchResult(BaseModel):
     end_line: int = Field(
         description="Last line shown, 1-based inclusive (earlier than the chunk's end when cut)."
     )
+    pages: str | None = Field(
+        default=None,
+        description="Where the lines shown lie in the original document ('page 3', 'pages "
+        "3-4', 'slide 2'), for PDFs and presentations; None for other files.",
+    )
     score: float | None = Field(
         default=None, description="Similarity to the query, higher is better (None when concise)."
     )
@@ -105,6 +110,8 @@ class SearchResult(BaseModel):
     def header(self, rank: int, prefix: str = "") -> str:
         """The one line a model reads above this result's text (its source less `prefix`)."""
         line = f"[{rank}] {self.source.removeprefix(prefix)}:{self.start_line}-{self.end_line}"
+        if self.pages:
+            line += f" ({self.pages})"
         if self.score is not None:
             line += f" score={self.score:.2f}"
         return line + (" (cut to fit)" if self.cut else "")
@@ -175,6 +182,10 @@ class ReadResponse(_Rendered):
     start_line: int | None = Field(default=None, description="First line shown, 1-based.")
     end_line: int | None = Field(default=None, description="Last line shown, 1-based.")
     total_lines: int = Field(description="Lines in the whole document.")
+    pages: str | None = Field(
+        default=None,
+        description="The pages (or slides) the lines shown lie on, for PDFs and presentations.",
+    )
     next_offset: int | None = Field(
         default=None, description="The offset that continues after what is shown; None at the end."
     )
@@ -191,10 +202,15 @@ class ReadResponse(_Rendered):
             head = f"{self.source} ({self.total_lines:,} lines)"
         else:
             head = f"{self.source}:{self.start_line}-{self.end_line} of {self.total_lines:,} lines"
+            head += f" ({self.pages})" if self.pages else ""
         parts = [f"{head}\n{self.text}" if self.text else head]
         if self.notice:
             parts.append(self.notice)
         return "\n\n".join(parts)
+
+
+MAX_STATS_SKIPPED = 50
+"""Most skipped files `stats` lists (the count says how many there are)."""
 
 
 class StoreStats(BaseModel):
@@ -209,6 +225,14 @@ class StoreStats(BaseModel):
     counter: str = Field(description="The token counter the stored token counts are in.")
     path: str | None = Field(default=None, description="Embedded database folder, if embedded.")
     server: str | None = Field(default=None, description="Chroma server URL, if a server.")
+    files_skipped: list[FileProblem] = Field(
+        default_factory=list,
+        description="Files the ingests left out, each with its reason (the first "
+        "`MAX_STATS_SKIPPED` by path).",
+    )
+    files_skipped_count: int = Field(
+        default=0, description="How many files the ingests left out in all."
+    )
 
 
 class FileProblem(BaseModel):
@@ -229,7 +253,10 @@ class IngestReport(BaseModel):
     files_ingested: int = Field(default=0, description="Files (re)chunked and written.")
     files_unchanged: int = Field(default=0, description="Files already stored exactly as they are.")
     files_skipped: list[FileProblem] = Field(
-        default_factory=list, description="Binary, too large, empty or non-UTF-8 files."
+        default_factory=list,
+        description="Files not indexed, each with its reason: binary, too large, empty, no "
+        "detectable encoding, encrypted, no text layer, conversion failed, a link not "
+        "followed, not a regular file, refused by the server.",
     )
     files_removed: list[FileProblem] = Field(
         default_factory=list,
@@ -240,6 +267,11 @@ class IngestReport(BaseModel):
     chunks_deleted: int = Field(default=0, description="Stale chunks removed.")
     sources_pruned: int = Field(
         default=0, description="Documents removed because their file is gone (prune=True)."
+    )
+    sources_stale: int = Field(
+        default=0,
+        description="Documents under the paths whose file is gone but which are still "
+        "searchable (prune=False): ingest again with prune to remove them.",
     )
     errors: list[FileProblem] = Field(
         default_factory=list, description="Files that could not be read."

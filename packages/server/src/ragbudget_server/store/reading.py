@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ragbudget.counters import TokenCounter
@@ -44,13 +44,15 @@ def budget_read(
     counter: TokenCounter,
     char_offset: int = 0,
     rendering: Rendering = TEXT,
+    pages: Callable[[int, int], str | None] | None = None,
 ) -> ReadResponse:
     """Lines of `text` from `offset`, at most `limit` of them, rendered within `max_tokens`.
 
     The page is the largest run of whole lines whose rendered response fits (the budget
     primitive counts the response as rendered, escaping and notice included). A line alone
     over the budget is shown in parts: each part's notice gives the `offset` (that line) and
-    `char_offset` (where the next part starts) to continue with.
+    `char_offset` (where the next part starts) to continue with. `pages(start, end)` names
+    the pages lines `start` to `end` lie on (a PDF's), said in the header.
     """
     lines = split_lines(text)
     total = len(lines)
@@ -66,7 +68,10 @@ def budget_read(
         )
         raise StoreError(msg)
     k_max = len(rest) if limit is None else min(limit, len(rest))
-    frame = {"max_tokens": max_tokens, "counter": counter.name, "format": rendering.format}
+    frame: dict[str, Any] = {
+        "max_tokens": max_tokens, "counter": counter.name, "format": rendering.format,
+        "pages": pages,
+    }  # fmt: skip
 
     def page(k: int, budget: int = max_tokens) -> ReadResponse:
         end = offset + k - 1
@@ -143,8 +148,10 @@ def _response(
     frame: dict[str, Any],
 ) -> ReadResponse:
     end = offset + k - 1
+    pages = frame.get("pages")
     return ReadResponse(
-        **frame,
+        **{key: value for key, value in frame.items() if key != "pages"},
+        pages=pages(offset, end) if pages is not None and k else None,
         used_tokens=frame["max_tokens"],  # the widest value, until `measure` sets it
         source=source,
         text=text,

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from ragbudget_server._defaults import DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, MAX_TIMEOUT
-from ragbudget_server.store.errors import StoreError
+from ragbudget_server.store.errors import StoreError, chroma_error, is_damaged
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT",
@@ -53,6 +53,8 @@ def server_errors(where: str | None, connect_timeout: float, read_timeout: float
     except Exception as exc:
         if where is None:
             raise
+        if _is_chroma(exc):
+            raise chroma_error(where, exc, embedded=False) from exc
         import httpx
 
         if isinstance(exc, httpx.ConnectTimeout):
@@ -116,6 +118,13 @@ def connect(
     return client
 
 
+def _is_chroma(exc: BaseException) -> bool:
+    """An error raised by chromadb itself (its Python errors or its Rust bindings')."""
+    from chromadb.errors import ChromaError
+
+    return isinstance(exc, ChromaError) or type(exc).__module__.startswith(("chromadb", "chroma"))
+
+
 class _Backend(Protocol):
     server: str | None
     connect_timeout: float
@@ -139,6 +148,14 @@ def guarded(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P
     def wrapper(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
         backend = self._backend
         with server_errors(backend.server, backend.connect_timeout, backend.read_timeout):
-            return method(self, *args, **kwargs)
+            try:
+                return method(self, *args, **kwargs)
+            except StoreError:
+                raise
+            except Exception as exc:  # an embedded store's Chroma error, e.g. a damaged file
+                path = getattr(backend, "path", None)
+                if backend.server is None and (_is_chroma(exc) or is_damaged(exc)):
+                    raise chroma_error(str(path), exc, embedded=True) from exc
+                raise
 
     return wrapper

@@ -28,6 +28,7 @@ from ragbudget_server.store.models import (
     SearchResult,
     shared_folder,
 )
+from ragbudget_server.store.pages import cite
 
 __all__ = ["Hit", "Rendering", "budget_response", "fetch_ranked", "measure", "snippet"]
 
@@ -327,6 +328,7 @@ def _to_results(
             source=str(hit.metadata["source"]),
             start_line=start,
             end_line=end,
+            pages=cite(hit.metadata, text, start),
             score=None if concise else round(1.0 - hit.distance, 4),
             text=text,
             tokens=None if concise else n,

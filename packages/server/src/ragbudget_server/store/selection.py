@@ -23,6 +23,7 @@ from ragbudget.models import Chunk
 
 from ragbudget_server.store.errors import StoreError
 from ragbudget_server.store.models import SearchResponse, SearchResult
+from ragbudget_server.store.pages import cite
 from ragbudget_server.store.search import TEXT, Hit, Rendering, _Page, budget_response, measure
 
 __all__ = ["evidence_response", "respond"]
@@ -259,6 +260,7 @@ def _result(
         source=str(meta["source"]),
         start_line=int(meta["start_line"]),
         end_line=int(meta["end_line"]),
+        pages=cite(hit.metadata, chunk.text, int(meta["start_line"])),
         score=round(chunk.score if chunk.score is not None else 1.0 - hit.distance, 4),
         text=chunk.text,
         tokens=tokens,

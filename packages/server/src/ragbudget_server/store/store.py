@@ -11,19 +11,22 @@ from typing import Any
 from ragbudget._shown import shown
 from ragbudget.counters import CounterSpec, TokenCounter, get_counter
 
-from ragbudget_server._defaults import DEFAULT_MAX_FILE_BYTES
+from ragbudget_server._defaults import DEFAULT_MAX_DOCUMENT_BYTES, DEFAULT_MAX_FILE_BYTES
 from ragbudget_server.store import ingest as _ingest
 from ragbudget_server.store import live
 from ragbudget_server.store.backend import DEFAULT_PATH, ChromaBackend
 from ragbudget_server.store.embedding import embedding_label
 from ragbudget_server.store.errors import StoreError
 from ragbudget_server.store.models import (
+    MAX_STATS_SKIPPED,
+    FileProblem,
     Format,
     IngestReport,
     ReadResponse,
     SearchResponse,
     StoreStats,
 )
+from ragbudget_server.store.pages import page_line, page_starts, span_pages
 from ragbudget_server.store.paths import user_path
 from ragbudget_server.store.reading import budget_read, rebuild_text
 from ragbudget_server.store.remote import (
@@ -44,6 +47,7 @@ MAX_OFFSET = 10_000
 MAX_TOKENS = 1_000_000
 MAX_QUERY_CHARS = 10_000
 MAX_FILE_BYTES = DEFAULT_MAX_FILE_BYTES
+MAX_DOCUMENT_BYTES = DEFAULT_MAX_DOCUMENT_BYTES
 
 
 def _check_int(name: str, value: Any, low: int, high: int) -> int:
@@ -196,10 +200,15 @@ class DocumentStore:
         max_file_bytes: int = MAX_FILE_BYTES,
         batch_size: int = 256,
         refuse: _ingest.Refuse | None = None,
+        max_document_bytes: int = MAX_DOCUMENT_BYTES,
     ) -> IngestReport:
-        """Chunk and store the text and code files under `paths`; see the class docstring.
+        """Chunk and store the text, code and document files under `paths`; see the class
+        docstring and `ragbudget_server.store.convert` for the document kinds.
 
-        `on_progress(done_files, total_files, current_path)` is called after each file.
+        A text file may hold `max_file_bytes`; a PDF or Office file `max_document_bytes` on
+        disk and `max_file_bytes` characters of text once converted.
+        `on_progress(done_files, total_files, next_path)` is called after each file, with the
+        path of the file read next (the last one's own at the end).
         `refuse(path)` may return why a file found must be left out (the MCP server's rule for
         hard links); such a file is skipped like an empty or binary one. A file that is left
         out but has chunks stored from an earlier ingest loses them (`files_removed` says so),
@@ -210,11 +219,12 @@ class DocumentStore:
         _check_int("overlap", overlap, 0, chunk_tokens - 1)
         _check_int("max_file_bytes", max_file_bytes, 1, 1 << 31)
         _check_int("batch_size", batch_size, 1, 5000)
+        _check_int("max_document_bytes", max_document_bytes, 1, 1 << 40)
         try:
             return _ingest.ingest_files(
                 self._backend, roots, chunk_tokens=chunk_tokens, overlap=overlap, prune=prune,
                 on_progress=on_progress, max_file_bytes=max_file_bytes, batch_size=batch_size,
-                refuse=refuse,
+                refuse=refuse, max_document_bytes=max_document_bytes,
             )  # fmt: skip
         finally:
             self._sources = None  # the documents stored may have changed
@@ -372,13 +382,16 @@ class DocumentStore:
         char_offset: int = 0,
         format: Format = "text",
         offset_hint: str = "offset={offset}",
+        page: int | None = None,
     ) -> ReadResponse:
         """A stored document's lines from `offset` (1-based), at most `limit` of them, with a
         rendered response within `max_tokens` and a notice saying how to continue (`format`
         and `offset_hint` as for `search`).
 
         A line alone over the budget comes in parts: continue with the response's
-        `next_offset` and `next_char_offset` (as `offset` and `char_offset`)."""
+        `next_offset` and `next_char_offset` (as `offset` and `char_offset`). `page` (of a
+        PDF, or a presentation's slide) starts at that page's first line instead of `offset`;
+        the response's `pages` names the pages its lines lie on."""
         rendering = Rendering.of(format, offset_hint)
         _check_int("offset", offset, 1, 1 << 31)
         _check_int("char_offset", char_offset, 0, 1 << 31)
@@ -386,11 +399,25 @@ class DocumentStore:
             _check_int("limit", limit, 1, 1 << 31)
         _check_int("max_tokens", max_tokens, 1, MAX_TOKENS)
         tc = self._backend.counter if counter is None else get_counter(counter)
+        if page is not None:
+            _check_int("page", page, 1, 1 << 31)
         resolved, records = self._fetch(source)
         text = rebuild_text(records)
+        unit = next((m.get("page_unit") for _, m in records if m.get("page_unit")), None)
+        pages = None
+        if isinstance(unit, str):
+            starts = page_starts(text, unit)
+            pages = functools.partial(span_pages, starts, unit)
+        if page is not None:
+            found = page_line(text, unit, page) if isinstance(unit, str) else None
+            if found is None:
+                what = f"its {unit}s run 1-{len(starts)}" if pages else "it has no pages"
+                msg = f"page {page} is not in {resolved}: {what}; read it by offset (lines)"
+                raise StoreError(msg)
+            offset, char_offset = found, 0
         return budget_read(
             resolved, text, offset=offset, limit=limit, max_tokens=max_tokens, counter=tc,
-            char_offset=char_offset, rendering=rendering,
+            char_offset=char_offset, rendering=rendering, pages=pages,
         )  # fmt: skip
 
     @guarded
@@ -400,6 +427,8 @@ class DocumentStore:
         b = self._backend
         collection = self._backend.require()
         sources = {str(m.get("source")) for _, m in self._backend.metadatas()}
+        skipped, skipped_count = self._backend.skipped()
+        listed = list(skipped.items())[:MAX_STATS_SKIPPED]
         return StoreStats(
             collection=self._backend.name,
             documents=len(sources),
@@ -408,4 +437,6 @@ class DocumentStore:
             counter=self._backend.counter.name,
             path=str(b.path.resolve()) if b.path is not None else None,
             server=b.server,
+            files_skipped=[FileProblem(path=p, reason=why) for p, why in listed],
+            files_skipped_count=skipped_count,
         )

@@ -1,0 +1,164 @@
+"""Issue 38: each client's walls, by the name it sends, on everything a model may read.
+
+Through fastmcp's in-memory client with each profile's client name and the middleware at its
+defaults (the estimate with its margin): every result and every page within the profile's
+walls by exact o200k and cl100k, characters and bytes, counted on the text blocks plus the
+structured content as sent; pages still rebuild the original exactly.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import mcp_types as mt
+import pytest
+from fastmcp import Client, FastMCP
+from fastmcp.exceptions import ToolError
+from fastmcp.tools import ToolResult
+from mcp_types import TextContent
+from ragbudget.limits import DEFAULT_PROFILE, PROFILES, Walls, profile_for
+from ragbudget.middleware import TokenBudgetMiddleware
+from ragbudget.middleware.paging import find_more_call, join_pages
+from third_party_server import ITEMS, LOG, NESTED, UNICODE, build_server
+from walls_check import over, read_all, readable
+
+NAMES = {
+    "claude-code": "claude-code",
+    "codex": "codex-mcp-client",
+    "copilot-cli": "github-copilot-cli",
+    "default": "some-new-agent",
+}
+"""A `clientInfo.name` each profile picks."""
+
+
+def _client(server: FastMCP[Any], name: str, **options: Any) -> Client[Any]:
+    info = mt.Implementation(name=name, version="1.0")
+    return Client(server, client_info=info, **options)
+
+
+@pytest.mark.parametrize("profile", sorted(NAMES))
+async def test_each_client_gets_its_profiles_walls(profile: str) -> None:
+    walls = profile_for(NAMES[profile]).walls()
+    assert profile_for(NAMES[profile]).name == profile
+    server = build_server()
+    server.add_middleware(TokenBudgetMiddleware())
+    async with _client(server, NAMES[profile]) as client:
+        log = await client.call_tool("read_log")
+        assert over(log, walls) == []
+        notice = readable(log)[-2]  # the last text block (the structured mirror follows)
+        assert f"bound; profile {profile})" in notice
+        assert "".join([log.content[0].text, *await read_all(client, log, walls)]) == LOG
+        items = await client.call_tool("list_items")
+        assert over(items, walls) == []
+        assert items.data == json.loads(items.content[0].text)  # mirror shortened the same way
+        pages = [json.loads(b) for b in await read_all(client, items, walls)]
+        assert join_pages(json.loads(items.content[0].text), pages) == ITEMS
+        for tool in ("account_tree", "greetings", "report", "strict_rows", "screenshot"):
+            assert over(await client.call_tool(tool), walls) == [], tool
+
+
+async def test_copilot_stops_at_its_byte_wall_and_says_so() -> None:
+    server = build_server()
+    server.add_middleware(TokenBudgetMiddleware(max_tokens=9_000, counter="tiktoken:o200k_base"))
+    async with _client(server, "github-copilot-cli") as client:
+        result = await client.call_tool("greetings")  # multi-byte text: bytes bind first
+    notice = result.content[-1].text
+    assert "cut to fit 9,000 tokens, 10,000 bytes (bytes bound; profile copilot-cli)" in notice
+    assert over(result, Walls(9_000, bytes=10_000)) == []
+    assert UNICODE.startswith(result.content[0].text)
+
+
+async def test_fixed_walls_and_profile_override_the_clients_name() -> None:
+    server = build_server()
+    server.add_middleware(TokenBudgetMiddleware(client="codex"))
+    async with _client(server, "claude-code") as client:
+        notice = (await client.call_tool("read_log")).content[-1].text
+    assert "profile codex" in notice
+    fixed = Walls(3_000, chars=8_000)
+    server = build_server()
+    server.add_middleware(TokenBudgetMiddleware(walls=fixed, tool_budgets={"greetings": 1_000}))
+    async with _client(server, "claude-code") as client:
+        log = await client.call_tool("read_log")
+        assert "walls set by the server" in log.content[-1].text
+        assert over(log, fixed) == []
+        greetings = await client.call_tool("greetings")
+        assert over(greetings, fixed.with_tokens(1_000)) == []
+
+
+async def test_default_profile_for_an_unknown_client() -> None:
+    middleware = TokenBudgetMiddleware()
+    assert middleware.max_tokens == DEFAULT_PROFILE.tokens
+    assert middleware.counter.name == "estimate+15%"  # the estimate's margin
+    assert {p.name for p in PROFILES} >= set(NAMES) - {"default"}
+
+
+async def test_a_huge_tool_error_is_budgeted_and_stays_an_error() -> None:
+    """Regression: `ToolError("tool error " * 20000)` at a 2,000 budget came back whole
+    (40,001 tokens)."""
+    message = "tool error " * 20000
+    server: FastMCP[Any] = FastMCP("errors")
+
+    @server.tool
+    def fails() -> str:
+        raise ToolError(message)
+
+    @server.tool
+    def crashes() -> str:
+        raise RuntimeError("boom\n" * 30000)
+
+    server.add_middleware(TokenBudgetMiddleware(2_000))
+    walls = Walls(2_000, chars=DEFAULT_PROFILE.chars)
+    async with Client(server) as client:
+        raw = await client.call_tool_mcp("fails", {})
+        assert raw.is_error and over(raw, walls) == []
+        text = raw.content[0].text
+        body, notice = text.rsplit("\n\n[ragbudget:", 1)
+        assert message.startswith(body) and "cut to fit 2,000 tokens" in notice
+        call = find_more_call(notice)
+        assert call is not None  # the rest of the message pages back
+        rest = await read_all(
+            client, ToolResult(content=[TextContent(type="text", text=notice)]), walls
+        )
+        assert body + "".join(rest) == message
+        crashed = await client.call_tool_mcp("crashes", {})
+        assert crashed.is_error and over(crashed, walls) == []
+        with pytest.raises(ToolError, match="cut to fit 2,000 tokens"):
+            await client.call_tool("fails")
+
+
+async def test_structured_content_is_budgeted_when_the_text_fits() -> None:
+    """Regression: a short text with 81,003 tokens of structured content passed untouched at
+    a 2,000 budget."""
+    rows = [{"n": i, "label": f"row {i} of the table"} for i in range(9000)]
+    server: FastMCP[Any] = FastMCP("structured")
+
+    @server.tool
+    def table() -> ToolResult:
+        return ToolResult(
+            content=[TextContent(type="text", text="9,000 rows")],
+            structured_content={"rows": rows, "total": 9000},
+        )
+
+    server.add_middleware(TokenBudgetMiddleware(2_000))
+    async with Client(server) as client:
+        result = await client.call_tool("table")
+    assert over(result, Walls(2_000)) == []
+    assert result.content[0].text == "9,000 rows"  # the text is whole
+    kept = result.structured_content["rows"]
+    assert result.structured_content["total"] == 9000 and kept == rows[: len(kept)]
+    assert "the text is whole. Structured content shortened ($.rows: kept" in (
+        result.content[-1].text
+    )
+
+
+async def test_the_nested_mirror_keeps_matching_and_pages_back() -> None:
+    server = build_server()
+    server.add_middleware(TokenBudgetMiddleware(3_000, counter="tiktoken:cl100k_base"))
+    async with Client(server) as client:
+        result = await client.call_tool("account_tree")
+        shown = json.loads(result.content[0].text)
+        assert result.structured_content == shown
+        assert over(result, Walls(3_000, chars=DEFAULT_PROFILE.chars)) == []
+        pages = [json.loads(b) for b in await read_all(client, result, Walls(3_000))]
+    assert join_pages(shown, pages) == NESTED

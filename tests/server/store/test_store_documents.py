@@ -1,0 +1,173 @@
+"""Documents: PDF pages cited by search and read, Office, CSV, HTML and e-mail converted, any
+text encoding detected, and every file not indexed named with its reason (never a traceback)."""
+
+from __future__ import annotations
+
+import builtins
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from document_files import (
+    pdf_bytes,
+    write_mixed_folder,
+)
+from ragbudget_server.cli import app
+from ragbudget_server.store import DocumentStore, StoreError
+from ragbudget_server.store.convert import Limits, Unindexable, convert, decode_text
+from typer.testing import CliRunner
+
+MakeStore = Callable[..., DocumentStore]
+
+PAGES = [
+    "Chapter one is about the lighthouse keeper and his lamp.",
+    "Chapter two: the keeper counts forty-two albatross eggs on the cliff.\n" * 3,
+    "Chapter three describes the storm and the broken lens.",
+]
+
+BAD = {  # the mixed folder's files that must be skipped, and a word of each reason
+    "locked.pdf": "encrypted",
+    "scan.pdf": "no text layer",
+    "broken.pdf": "conversion failed",
+    "bomb.docx": "zip bomb",
+    "huge.pdf": "over the size cap",
+    "pipe": "FIFO",
+    "linked": "symbolic link",
+    "link.md": "symbolic link",
+}
+
+
+def _mixed(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    root = tmp_path / "desktop"
+    good = write_mixed_folder(root)
+    os.mkfifo(root / "pipe")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "far.md").write_text("Text behind a symlinked folder.\n", encoding="utf-8")
+    (root / "linked").symlink_to(elsewhere, target_is_directory=True)
+    (root / "link.md").symlink_to(elsewhere / "far.md")
+    return root, good
+
+
+def test_a_mixed_folder_indexes_every_good_file_and_names_every_other(
+    make_store: MakeStore, tmp_path: Path
+) -> None:
+    root, good = _mixed(tmp_path)
+    store = make_store()
+    report = store.ingest([root])
+    reasons = {Path(p.path).name: p.reason for p in report.files_skipped}
+    assert set(reasons) == set(BAD), reasons
+    for name, word in BAD.items():
+        assert word in reasons[name], (name, reasons[name])
+    assert report.errors == []
+    assert sorted(Path(s).name for s in store.sources()) == sorted(good)
+    for name, phrase in good.items():
+        hits = store.search(phrase, limit=3, max_tokens=2000).results
+        assert hits[0].source.endswith(name), (name, [h.source for h in hits])
+        assert phrase.split()[0] in store.read(hits[0].source).text
+
+
+def test_search_results_and_read_cite_pdf_pages(make_store: MakeStore, tmp_path: Path) -> None:
+    path = tmp_path / "book.pdf"
+    path.write_bytes(pdf_bytes(PAGES))
+    store = make_store()
+    store.ingest([path], chunk_tokens=24, overlap=0)
+    page = store.search("albatross eggs", max_tokens=3000, evidence=False)
+    top = page.results[0]
+    assert top.pages == "page 2", top
+    assert "(page 2)" in page.to_text().splitlines()[0] + page.to_text()
+    storm = store.search("storm broken lens", max_tokens=3000).results[0]
+    assert storm.pages is not None and storm.pages.endswith("3"), storm
+    # read_document pages by the same lines: page 2 starts at its marker line
+    second = store.read(path.as_posix(), page=2, limit=2)
+    assert second.text.splitlines()[0] == "--- page 2 ---"
+    assert second.pages == "page 2"
+    assert "(page 2)" in second.to_text().splitlines()[0]
+    lines = store.read(path.as_posix(), offset=top.start_line, limit=1)
+    assert lines.pages == "page 2"
+    whole = store.read(path.as_posix())
+    assert whole.pages == "pages 1-3" and whole.text.count("--- page ") == 3
+    with pytest.raises(StoreError, match=r"page 9 is not in .*pages run 1-3"):
+        store.read(path.as_posix(), page=9)
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        ("Grüße aus München, où est la façade? Ça va.\n".encode("cp1252") * 3, "où est la façade"),
+        ("Привет, как дела? Всё хорошо, спасибо.\n".encode("cp1251") * 3, "Всё хорошо"),
+        ("UTF-16 with a BOM: naïve café\n".encode("utf-16"), "naïve café"),
+        ("\ufeffUTF-8 with a BOM\n".encode(), "UTF-8 with a BOM"),
+    ],
+)
+def test_text_encodings_are_detected(data: bytes, expected: str) -> None:
+    text = decode_text(data)
+    assert expected in text and not text.startswith("\ufeff")
+
+
+def test_too_little_text_to_detect_is_named() -> None:
+    with pytest.raises(Unindexable, match="too short"):
+        decode_text("caf\xe9".encode("latin-1"))
+
+
+def test_a_missing_reader_names_the_install_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    for name in [
+        m for m in sys.modules if m.startswith(("pypdf", "ragbudget_server.store.convert.pdf"))
+    ]:
+        monkeypatch.delitem(sys.modules, name)
+    real = builtins.__import__
+
+    def no_pypdf(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "pypdf" or name.startswith("pypdf."):
+            raise ImportError(f"No module named {name!r}", name=name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_pypdf)
+    with pytest.raises(Unindexable, match=r'pip install "ragbudget-server\[documents\]"'):
+        convert(tmp_path / "x.pdf", pdf_bytes(["text"]), Limits(max_text_chars=1000))
+
+
+def test_converted_text_is_held_to_the_text_cap() -> None:
+    with pytest.raises(Unindexable, match="over the size cap once converted"):
+        convert(Path("long.pdf"), pdf_bytes(["word " * 400] * 3), Limits(max_text_chars=1000))
+
+
+def test_readers_load_only_when_a_document_is_met() -> None:
+    code = (
+        "import sys, ragbudget_server.store.ingest, ragbudget_server.store.files\n"
+        "heavy = {'pypdf', 'docx', 'pptx', 'openpyxl', 'lxml'} & set(sys.modules)\n"
+        "assert not heavy, heavy\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_the_cli_summary_names_every_skipped_file_and_stale_ones(tmp_path: Path) -> None:
+    root, _good = _mixed(tmp_path)
+    db = str(tmp_path / "db")
+    first = CliRunner().invoke(app, ["ingest", str(root), "--db", db])
+    assert first.exit_code == 0, first.output
+    for name, word in BAD.items():
+        line = next(x for x in first.stderr.splitlines() if x.startswith(f"skipped {root}/{name}:"))
+        assert word in line, line
+    assert "Traceback" not in first.output
+    (root / "people.csv").unlink()
+    again = CliRunner().invoke(app, ["ingest", str(root), "--db", db])
+    assert again.exit_code == 0, again.output
+    assert "1 documents under these paths are gone from disk but still searchable" in again.stderr
+    assert f"ragbudget ingest {root} --prune" in again.stderr
+    pruned = CliRunner().invoke(app, ["ingest", str(root), "--db", db, "--prune"])
+    assert "gone from disk" not in pruned.stderr
+
+
+def test_progress_names_the_file_being_read(make_store: MakeStore, tmp_path: Path) -> None:
+    for name in ("a.md", "b.md", "c.md"):
+        (tmp_path / name).write_text(f"# {name}\n\nText of {name}.\n", encoding="utf-8")
+    calls: list[tuple[int, int, str]] = []
+    make_store().ingest([tmp_path], on_progress=lambda d, t, p: calls.append((d, t, p)))
+    assert [(d, Path(p).name) for d, _, p in calls] == [(1, "b.md"), (2, "c.md"), (3, "c.md")]
