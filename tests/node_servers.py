@@ -8,6 +8,7 @@ missing or the registry cannot be reached.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import shutil
 import subprocess
@@ -45,15 +46,24 @@ def _installed(folder: Path, package: str) -> bool:
 
 
 def node_servers(folder: Path = CACHE) -> Path:
-    """`folder`, with both servers installed in its node_modules/."""
+    """`folder`, with both servers installed in its node_modules/ (one install at a time:
+    pytest workers wait for each other on a lock file)."""
     packages = (FILESYSTEM, EVERYTHING)
+    if all(_installed(folder, package) for package in packages):
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / ".install.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _install(folder, packages)
+
+
+def _install(folder: Path, packages: tuple[str, ...]) -> Path:
     if all(_installed(folder, package) for package in packages):
         return folder
     node, npm = shutil.which("node"), shutil.which("npm")
     if node is None or npm is None:
         msg = "node and npm are needed to run the reference MCP servers"
         raise NodeServersUnavailable(msg)
-    folder.mkdir(parents=True, exist_ok=True)
     command = [npm, "install", "--prefix", str(folder), "--no-audit", "--no-fund"]
     command += ["--no-save", *(f"{package}@{VERSION}" for package in packages)]
     try:
