@@ -57,7 +57,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-RECIPE_VERSION = "1"
+RECIPE_VERSION = "2"
 """Bumped when chunking or metadata change, so files get re-chunked on the next ingest."""
 
 Metadata = dict[str, Any]
