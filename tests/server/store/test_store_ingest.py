@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 from ragbudget_server.store import DocumentStore, StoreError
-from ragbudget_server.store.ingest import file_hash, plan_records
+from ragbudget_server.store.ingest import RECIPE_VERSION, file_hash, plan_records
 
 MakeStore = Callable[..., DocumentStore]
 Snapshot = Callable[[DocumentStore], dict[str, tuple[Any, ...]]]
@@ -169,7 +169,7 @@ def _records(
 ) -> list[tuple[str, str, dict[str, object]]]:
     path = corpus / name
     data = path.read_bytes()
-    recipe = f"1:512:64:{store.counter.name}"
+    recipe = f"{RECIPE_VERSION}:512:64:{store.counter.name}"
     records = plan_records(
         path.as_posix(), data.decode(), file_hash(data, recipe),
         chunk_tokens=512, overlap=64, counter=store.counter,

@@ -5,10 +5,11 @@ at the largest structural unit that fits: headings, blocks and paragraphs for ma
 blank lines then lines for code and plain text (then sentences, words, characters). Each chunk
 carries its 1-based start and end line and its character offsets into the original text.
 
-How it stays fast and exact: the Rust splitter sizes candidate chunks through a cheap
-line-additive estimate of the counter (each distinct line is counted once); every chunk is then
-counted with the real counter, and any chunk over the limit is split again with the real
-counter itself. The guarantee rests on that last check, never on the estimate.
+How it stays fast and exact: the Rust splitter sizes candidate chunks in characters, with a
+capacity from the text's own measured characters per token (one count of the whole text) and
+a margin; every chunk is then counted with the real counter, and a chunk over the limit is
+split again the same way at its own density, and if that is not enough, with the real counter
+itself as the splitter's sizing. The guarantee rests on that last count, never on the ratio.
 """
 
 from __future__ import annotations
@@ -205,41 +206,25 @@ def _splitter_module() -> Any:
 
 
 # ---------------------------------------------------------------- sizing
-class _LineCounts(dict[str, int]):
-    """Token count of each distinct line, counted once (the cheap line-additive estimate)."""
-
-    def __init__(self, counter: TokenCounter) -> None:
-        super().__init__()
-        self._count = counter.count
-
-    def __missing__(self, line: str) -> int:
-        value = self._count(line)
-        if len(line) < 4096:  # partial lines of a huge line are probed once each: don't keep
-            self[line] = value
-        return value
+_FILL = 0.9
+"""Chunks are cut at this share of the limit in characters at the measured density, so that
+few come out over it (those are split again)."""
 
 
-def _line_estimate(counter: TokenCounter) -> Callable[[str], int]:
-    """A fast size function for the splitter: the sum of the counts of the lines (each distinct
-    line counted once), plus half a token per newline. On real tokenizers and the estimator it
-    is a slight overcount; where it undercounts, the real count afterwards catches it."""
-    get = _LineCounts(counter).__getitem__
-
-    def estimate(piece: str) -> int:
-        parts = piece.split("\n")
-        return sum(map(get, parts)) + (len(parts) - 1) // 2
-
-    return estimate
+def _char_capacity(chars: int, tokens: int, limit: int) -> int:
+    """Characters that should hold `limit` tokens, for text counting `tokens` in `chars`."""
+    return max(1, int(limit * _FILL * chars / max(tokens, 1)))
 
 
-def _splitter(kind: str, size: Callable[[str], int], capacity: int) -> Any:
+def _splitter(kind: str, size: Callable[[str], int] | None, capacity: int) -> Any:
+    """A splitter sizing chunks with `size`, or in characters when it is None."""
     sts = _splitter_module()
     cls = sts.MarkdownSplitter if kind == "markdown" else sts.TextSplitter
-    return cls.from_callback(size, capacity)
+    return cls(capacity) if size is None else cls.from_callback(size, capacity)
 
 
 def _split(
-    text: str, base: int, kind: str, size: Callable[[str], int], capacity: int
+    text: str, base: int, kind: str, size: Callable[[str], int] | None, capacity: int
 ) -> list[Span]:
     try:
         pieces: list[tuple[int, str]] = _splitter(kind, size, capacity).chunk_indices(text)
@@ -320,22 +305,45 @@ def _fit_spans(
             limit,
             counter.name,
         )
-        for span in _split(text[start:end], start, kind, counter.count, limit):
-            floor = out[-1][1] if out else 0
-            for candidate in dict.fromkeys((_with_indent(text, span, floor), span)):
-                count = counter.count(text[candidate[0] : candidate[1]])
-                if count <= limit:
-                    out.append(candidate)
-                    out_counts.append(count)
-                    break
-            else:
-                for part in _hard_split(text, span, counter, limit, max_tokens):
-                    if not text[part[0] : part[1]].strip():
-                        continue
-                    out.append(part)
-                    out_counts.append(counter.count(text[part[0] : part[1]]))
+        capacity = _char_capacity(spans[i][1] - spans[i][0], counts[i], limit)
+        _refit(text, (start, end), kind, counter, limit, max_tokens, capacity, out, out_counts)
         i += 2
     return out, out_counts
+
+
+def _refit(
+    text: str,
+    span: Span,
+    kind: str,
+    counter: TokenCounter,
+    limit: int,
+    max_tokens: int,
+    capacity: int | None,
+    out: list[Span],
+    out_counts: list[int],
+) -> None:
+    """Split `span` again and append its pieces: in `capacity` characters when given (a piece
+    still over the limit goes through here again, with the counter), else with the counter as
+    the splitter's sizing, then longest fitting prefixes as the last resort."""
+    start, end = span
+    size = None if capacity is not None else counter.count
+    for piece in _split(text[start:end], start, kind, size, capacity or limit):
+        floor = out[-1][1] if out else 0
+        for candidate in dict.fromkeys((_with_indent(text, piece, floor), piece)):
+            count = counter.count(text[candidate[0] : candidate[1]])
+            if count <= limit:
+                out.append(candidate)
+                out_counts.append(count)
+                break
+        else:
+            if capacity is not None:
+                _refit(text, piece, kind, counter, limit, max_tokens, None, out, out_counts)
+                continue
+            for part in _hard_split(text, piece, counter, limit, max_tokens):
+                if not text[part[0] : part[1]].strip():
+                    continue
+                out.append(part)
+                out_counts.append(counter.count(text[part[0] : part[1]]))
 
 
 # ---------------------------------------------------------------- overlap
@@ -362,8 +370,14 @@ def _add_overlap(
     for (prev_start, prev_end), span, count in zip(spans, spans[1:], counts[1:], strict=False):
         chosen, chosen_count, found = span, count, False
         for starts in _tail_starts(text, prev_start, prev_end):
-            # Tail counts shrink as the start moves right: find the first start that fits.
-            lo, hi = 0, len(starts)
+            # Tail counts shrink as the start moves right: find the first start that fits,
+            # galloping from the end first (a tail is short: long prefixes are never counted).
+            lo, hi, step = 0, len(starts), 1
+            while step <= len(starts):
+                if counter.count(text[starts[-step] : prev_end]) > overlap:
+                    lo, hi = len(starts) - step + 1, len(starts) - step // 2
+                    break
+                hi, step = len(starts) - step, step * 2
             while lo < hi:
                 mid = (lo + hi) // 2
                 if counter.count(text[starts[mid] : prev_end]) <= overlap:
@@ -420,8 +434,8 @@ def chunk_text(
     _splitter_module()
     resolved = detect_kind(text, path) if kind == "auto" else kind
     body_limit = max_tokens - overlap
-    size = _line_estimate(tc)
-    spans = _split(text, 0, resolved, size, body_limit)
+    capacity = _char_capacity(len(text), tc.count(text), body_limit)
+    spans = _split(text, 0, resolved, None, capacity)
     floors = [0] + [end for _, end in spans[:-1]]
     spans = [_with_indent(text, span, floor) for span, floor in zip(spans, floors, strict=True)]
     spans, counts = _fit_spans(text, spans, resolved, tc, body_limit, max_tokens)

@@ -32,6 +32,7 @@ from ragbudget.counters import TokenCounter
 from ragbudget_server.store.convert import CONVERTER_VERSION, kind_of
 from ragbudget_server.store.errors import StoreError
 from ragbudget_server.store.files import read_file, walk
+from ragbudget_server.store.filestat import FileStats, stat_key
 from ragbudget_server.store.models import FileProblem, IngestReport
 from ragbudget_server.store.pages import chunk_pages, page_starts
 from ragbudget_server.store.paths import user_path
@@ -56,7 +57,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-RECIPE_VERSION = "1"
+RECIPE_VERSION = "2"
 """Bumped when chunking or metadata change, so files get re-chunked on the next ingest."""
 
 Metadata = dict[str, Any]
@@ -195,7 +196,7 @@ def plan_file(source: str, records: list[Record], existing: Mapping[str, Metadat
             plan.update.append(
                 Record(record.id, record.document, {**record.metadata, **gone}, record.embed_text)
             )
-    plan.delete = sorted(i for i in existing if i not in wanted)
+    plan.delete = [i for i in _last_first(existing) if i not in wanted]
     return plan
 
 
@@ -211,18 +212,23 @@ class Writer:
         self._batch = max(1, batch_size)
         self._pending: list[FilePlan] = []
         self._pending_adds = 0
+        self._done: list[Callable[[], None]] = []
         self.added = 0
         self.deleted = 0
 
-    def push(self, plan: FilePlan) -> None:
+    def push(self, plan: FilePlan, done: Callable[[], None] | None = None) -> None:
+        """Buffer `plan`; `done()` is called once it is written."""
         self._pending.append(plan)
         self._pending_adds += len(plan.add)
+        if done is not None:
+            self._done.append(done)
         if self._pending_adds >= self._batch:
             self.flush()
 
     def flush(self) -> None:
         """Write what is buffered: all adds, then metadata rewrites, then deletions."""
         plans, self._pending, self._pending_adds = self._pending, [], 0
+        done, self._done = self._done, []
         adds = [r for p in plans for r in p.add]
         for i in range(0, len(adds), self._batch):
             batch = adds[i : i + self._batch]
@@ -243,6 +249,8 @@ class Writer:
         for i in range(0, len(deletes), self._batch):
             self._collection.delete(ids=deletes[i : i + self._batch])
             self.deleted += len(deletes[i : i + self._batch])
+        for call in done:
+            call()
 
 
 # -- the walk: files in, a report out ------------------------------------------------------------
@@ -290,48 +298,39 @@ def ingest_files(
     collection = backend.open(create=True)
     backend.record_counter()
     recipe = f"{RECIPE_VERSION}:{chunk_tokens}:{overlap}:{backend.counter.name}"
+    converted_recipe = f"{recipe}:{CONVERTER_VERSION}"  # a document's reader's version counts
+    stats = FileStats(backend.path, backend.name, str(collection.id))
     report = IngestReport(files_seen=len(candidates))
     writer = Writer(collection, backend.embed, batch_size)
     kept: set[str] = set()
     total = len(candidates)
     for start in range(0, total, 64):
         group = candidates[start : start + 64]
-        held = _held(backend, [c.path.as_posix() for c in group])
+        keys: dict[str, tuple[str, bool] | None] = {}
+        for candidate in group:  # stat first: a file seen as it was stored is not read
+            if candidate.skip is None:
+                source = candidate.path.as_posix()
+                own = converted_recipe if kind_of(candidate.path) is not None else recipe
+                keys[source] = stat_key(candidate.path, own)
+        unchanged = {s for s, key in keys.items() if stats.unchanged(s, key)}
+        held = _held(
+            backend, [c.path.as_posix() for c in group if c.path.as_posix() not in unchanged]
+        )
         for i, candidate in enumerate(group, start=start + 1):
             source = candidate.path.as_posix()
-            existing = held.get(source, {})
-            try:
-                reason = candidate.skip
-                if reason is None and refuse is not None:
-                    reason = refuse(candidate.path)
-                text, data, reason = (
-                    (None, None, reason)
-                    if reason is not None
-                    else read_file(candidate.path, max_file_bytes, max_document_bytes)
-                )
-            except OSError as exc:
-                report.errors.append(FileProblem(path=source, reason=str(exc)))
-                kept.add(source)  # unreadable now is not gone: never pruned
-                text = data = reason = None
-            if reason is not None:
-                report.files_skipped.append(FileProblem(path=source, reason=reason))
-                if existing:  # indexed before, unindexable now: its old text must go
-                    writer.push(FilePlan(source, delete=sorted(existing)))
-                    removed = f"{reason}; its {len(existing)} stored chunks were removed"
-                    report.files_removed.append(FileProblem(path=source, reason=removed))
-            elif text is not None and data is not None:
+            reason = candidate.skip
+            if reason is None and refuse is not None:
+                reason = refuse(candidate.path)
+            if reason is None and source in unchanged:
                 kept.add(source)
-                converted = kind_of(candidate.path) is not None  # its reader's version counts
-                fhash = file_hash(data, f"{recipe}:{CONVERTER_VERSION}" if converted else recipe)
-                if is_complete(existing, fhash):
-                    report.files_unchanged += 1
-                else:
-                    records = plan_records(
-                        source, text.text, fhash, chunk_tokens=chunk_tokens, overlap=overlap,
-                        counter=backend.counter, unit=text.unit,
-                    )  # fmt: skip
-                    writer.push(plan_file(source, records, existing))
-                    report.files_ingested += 1
+                report.files_unchanged += 1
+            else:
+                _ingest_one(
+                    candidate.path, reason, held.get(source, {}), keys.get(source), writer,
+                    stats, report, kept, chunk_tokens=chunk_tokens, overlap=overlap,
+                    counter=backend.counter, recipe=recipe, converted_recipe=converted_recipe,
+                    max_file_bytes=max_file_bytes, max_document_bytes=max_document_bytes,
+                )  # fmt: skip
             if on_progress is not None:
                 following = candidates[i].path.as_posix() if i < total else source
                 on_progress(i, total, following)
@@ -340,11 +339,15 @@ def ingest_files(
     left_out = {p.path: p.reason for p in report.files_skipped}
     left_out.update({p.path: f"unreadable: {p.reason}" for p in report.errors})
     backend.record_skipped(roots, left_out)
+    gone = _gone(backend, roots, kept)
     if prune:
-        report.sources_pruned, pruned_chunks = _prune(backend, roots, kept)
+        report.sources_pruned, pruned_chunks = _prune(backend, gone)
         report.chunks_deleted += pruned_chunks
+        for source in gone:
+            stats.forget(source)
     else:
-        report.sources_stale = len(_gone(backend, roots, kept))
+        report.sources_stale = len(gone)
+    stats.save()
     logger.info(
         "ingested %d files (%d unchanged, %d skipped): %d chunks added, %d deleted",
         report.files_ingested, report.files_unchanged, len(report.files_skipped),
@@ -353,29 +356,107 @@ def ingest_files(
     return report
 
 
+def _ingest_one(
+    path: Path,
+    reason: str | None,
+    existing: dict[str, Metadata],
+    key: tuple[str, bool] | None,
+    writer: Writer,
+    stats: FileStats,
+    report: IngestReport,
+    kept: set[str],
+    *,
+    chunk_tokens: int,
+    overlap: int,
+    counter: TokenCounter,
+    recipe: str,
+    converted_recipe: str,
+    max_file_bytes: int,
+    max_document_bytes: int,
+) -> None:
+    """Read one file whose stat is not the one stored, and plan what to write for it."""
+    source = path.as_posix()
+    stats.forget(source)  # recorded again once what it holds now is written
+    try:
+        text, data, reason = (
+            (None, None, reason)
+            if reason is not None
+            else read_file(path, max_file_bytes, max_document_bytes)
+        )
+    except OSError as exc:
+        report.errors.append(FileProblem(path=source, reason=str(exc)))
+        kept.add(source)  # unreadable now is not gone: never pruned
+        return
+    if reason is not None:
+        report.files_skipped.append(FileProblem(path=source, reason=reason))
+        if existing:  # indexed before, unindexable now: its old text must go
+            writer.push(FilePlan(source, delete=_last_first(existing)))
+            removed = f"{reason}; its {len(existing)} stored chunks were removed"
+            report.files_removed.append(FileProblem(path=source, reason=removed))
+        return
+    if text is None or data is None:
+        return
+    kept.add(source)
+    fhash = file_hash(data, converted_recipe if kind_of(path) is not None else recipe)
+    if is_complete(existing, fhash):
+        report.files_unchanged += 1
+        stats.record(source, key)
+        return
+    records = plan_records(
+        source, text.text, fhash, chunk_tokens=chunk_tokens, overlap=overlap, counter=counter,
+        unit=text.unit,
+    )  # fmt: skip
+    plan = plan_file(source, records, existing)
+    writer.push(plan, lambda: stats.record(source, key))
+    report.files_ingested += 1
+
+
+def _last_first(existing: Mapping[str, Metadata]) -> list[str]:
+    """Ids to delete, a file's first chunk last: a file with chunks left has its first."""
+    return sorted(existing, key=lambda i: (existing[i].get("chunk_index") == 0, i))
+
+
 def _held(backend: ChromaBackend, sources: list[str]) -> dict[str, dict[str, Metadata]]:
     """What the collection holds for each of `sources`: id -> metadata."""
     held: dict[str, dict[str, Metadata]] = {}
+    if not sources:
+        return held
     for id_, meta in backend.metadatas({"source": {"$in": sources}}):
         held.setdefault(str(meta.get("source")), {})[id_] = meta
     return held
 
 
+def _under(source: str, prefixes: list[str]) -> bool:
+    return any(source == p or source.startswith(p.rstrip("/") + "/") for p in prefixes)
+
+
 def _gone(backend: ChromaBackend, roots: list[Path], kept: set[str]) -> dict[str, list[str]]:
-    """The chunk ids of each document under `roots` whose file was not found this time."""
+    """The chunk ids of each document under `roots` whose file was not found this time, its
+    first chunk last.
+
+    Every stored file has a first chunk (writes add it first and delete it last), so the
+    first chunks name the sources; when the collection holds more chunks than those say (an
+    interrupted write left a file half-changed), every record is read instead."""
     prefixes = [r.as_posix() for r in roots]
-    gone: dict[str, list[str]] = {}
-    for id_, meta in backend.metadatas():
-        source = str(meta.get("source", ""))
-        under = any(source == p or source.startswith(p.rstrip("/") + "/") for p in prefixes)
-        if under and source not in kept:
-            gone.setdefault(source, []).append(id_)
-    return gone
+    counts: dict[str, int] = {}
+    for _, meta in backend.metadatas({"chunk_index": 0}):
+        source, count = str(meta.get("source", "")), meta.get("chunk_count")
+        counts[source] = counts.get(source, 0) + (count if isinstance(count, int) else -1)
+    held: dict[str, dict[str, Metadata]] = {}
+    if sum(counts.values()) == backend.require().count():
+        missing = [s for s in counts if _under(s, prefixes) and s not in kept]
+        for start in range(0, len(missing), 64):
+            held.update(_held(backend, missing[start : start + 64]))
+    else:
+        for id_, meta in backend.metadatas():
+            source = str(meta.get("source", ""))
+            if _under(source, prefixes) and source not in kept:
+                held.setdefault(source, {})[id_] = meta
+    return {source: _last_first(records) for source, records in held.items()}
 
 
-def _prune(backend: ChromaBackend, roots: list[Path], kept: set[str]) -> tuple[int, int]:
-    """Delete the chunks of documents under `roots` whose file was not found this time."""
-    gone = _gone(backend, roots, kept)
+def _prune(backend: ChromaBackend, gone: dict[str, list[str]]) -> tuple[int, int]:
+    """Delete the chunks of the documents `gone` names (each file's first chunk last)."""
     ids = [i for group in gone.values() for i in group]
     for i in range(0, len(ids), 1000):
         backend.require().delete(ids=ids[i : i + 1000])
