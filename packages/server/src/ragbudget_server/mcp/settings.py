@@ -6,7 +6,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from ragbudget.counters import ScaledCounter, TokenCounter
-from ragbudget.limits import CLAUDE_MAX_TOKENS_CEILING, DEFAULT_MAX_TOKENS_CEILING
+from ragbudget.limits import (
+    CLAUDE_MAX_TOKENS_CEILING,
+    DEFAULT_MAX_TOKENS_CEILING,
+    profile_names,
+)
 
 from ragbudget_server._defaults import DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, MAX_TIMEOUT
 
@@ -51,6 +55,8 @@ class ServerSettings(BaseModel):
         allow_roots: folders the `ingest` tool may index; empty means ingest is disabled.
         allow_hard_links: let `ingest` index hard-linked files (refused by default).
         max_tokens_ceiling: the largest budget any tool call gets; larger asks are clamped.
+        client: the client profile every call gets (`ragbudget.limits.PROFILES`); None picks
+            each caller's by the name it sends (`clientInfo.name`), else `default`.
 
     Instantiate:
         ```python
@@ -105,7 +111,20 @@ class ServerSettings(BaseModel):
         description="Server-wide cap on any tool call's max_tokens; larger asks are clamped. "
         "None: 25,000 with the `claude` counter, else 14,500 (see `default_ceiling`).",
     )
+    client: str | None = Field(
+        default=None,
+        description="Client profile for every call (its walls: tokens, characters, bytes); "
+        "None: each caller's own, by the clientInfo.name it sends.",
+    )
     name: str = Field(default="ragbudget", description="Server name reported to MCP clients.")
+
+    @field_validator("client")
+    @classmethod
+    def _check_client(cls, value: str | None) -> str | None:
+        if value is not None and value not in profile_names():
+            msg = f"client must be one of {', '.join(profile_names())}, got {value!r}"
+            raise ValueError(msg)
+        return value
 
     @field_validator("max_tokens_ceiling")
     @classmethod
