@@ -5,10 +5,11 @@ protocol versions (kept on the connection), and in each request's `_meta`
 (`io.modelcontextprotocol/clientInfo`) on 2026-07-28, where requests are stateless. Without
 either, the default profile applies; `--client` (`ServerSettings.client`) overrides both.
 
-Log messages (`notifications/message`) go to a client only when the request asked for them
-with a level (`_meta["io.modelcontextprotocol/logLevel"]`, the 2026-07-28 opt-in, which the
-official SDK's clients send when given a log level): MCP 2026-07-28 deprecates MCP logging
-and forbids sending them otherwise. Everything the model needs is in the answer's text
+Log messages (`notifications/message`) go to a client only when it asked for them with a
+level: the request's `_meta["io.modelcontextprotocol/logLevel"]` (the 2026-07-28 opt-in, which
+the official SDK's clients send when given a log level), or on earlier protocol versions the
+session's `logging/setLevel`. MCP 2026-07-28 deprecates MCP logging and forbids sending them
+otherwise. Everything the model needs is in the answer's text
 anyway; the server's own log (stderr) keeps every message.
 """
 
@@ -31,6 +32,7 @@ from mcp_types import (
     LoggingMessageNotification,
     LoggingMessageNotificationParams,
 )
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from ragbudget.counters import TokenCounter, get_counter, use_bundled_tiktoken_files
 
 __all__ = ["client_name", "log_if_asked", "offline_counter"]
@@ -66,8 +68,25 @@ def client_name(ctx: Context) -> str | None:
 
 
 def _asked_level(ctx: Context) -> str | None:
+    """The least severe level this request asked to be sent: its `_meta` opt-in (2026-07-28),
+    else, on a handshake protocol version, the level the session set with `logging/setLevel`
+    (kept by fastmcp per session); None when it asked for none."""
     level = _meta(ctx).get(LOG_LEVEL_META_KEY)
-    return level if level in _LEVELS else None
+    if level in _LEVELS:
+        return str(level)
+    request = ctx.request_context
+    if request is None or request.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        return None  # 2026-07-28: logging/setLevel is gone, the opt-in is per request
+    levels = getattr(ctx.fastmcp, "_client_log_levels", {})
+    level = levels.get(_session_key(request.session)) if isinstance(levels, dict) else None
+    return str(level) if level in _LEVELS else None
+
+
+def _session_key(session: Any) -> str:
+    """How fastmcp keys a session's `logging/setLevel` (its connection's id, else one key)."""
+    connection = getattr(session, "_connection", None)
+    session_id = getattr(connection, "session_id", None)
+    return session_id if isinstance(session_id, str) else "__no_session__"
 
 
 async def log_if_asked(ctx: Context, level: LoggingLevel, message: str) -> bool:
