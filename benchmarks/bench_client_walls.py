@@ -28,16 +28,6 @@ from ragbudget_server.mcp import ServerSettings, create_server
 from ragbudget_server.store import DocumentStore
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
-NAMES = {
-    "claude-code": "claude-code",
-    "claude-desktop": "claude-ai",
-    "codex": "codex-mcp-client",
-    "copilot-cli": "github-copilot-cli",
-    "gemini-cli": "gemini-cli-mcp-client",
-    "vscode": "Visual Studio Code",
-    "cursor": "cursor-vscode",
-    "default": "some-other-agent",
-}
 BUDGETS = [8192, 30_000, 1_000_000]
 
 
@@ -71,7 +61,7 @@ async def _measure(db: Path) -> None:
     topics = str(STDLIB / "pydoc_data" / "topics.py")
     print(f"{'profile':<15}{'walls':<47}{'chars':>8}{'bytes':>8}{'o200k':>8}")
     for profile in (*PROFILES, DEFAULT_PROFILE):
-        chars, size, tokens = await _largest(db, NAMES[profile.name], topics)
+        chars, size, tokens = await _largest(db, profile.sends or "some-other-agent", topics)
         print(
             f"{profile.name:<15}{profile.walls().describe():<47}{chars:>8,}{size:>8,}{tokens:>8,}"
         )

@@ -143,6 +143,11 @@ def test_characters_are_counted_as_javascript_counts_them() -> None:
     assert counter.measure("é" * 10).chars == 10
 
 
+def test_each_profile_is_picked_by_the_name_its_client_sends() -> None:
+    for profile in PROFILES:
+        assert profile.sends is not None and profile_for(profile.sends) is profile
+
+
 def test_profile_names_and_the_default_stay_inside_the_strict_walls() -> None:
     assert profile_names()[-1] == "default"
     assert len(set(profile_names())) == len(PROFILES) + 1

@@ -232,6 +232,8 @@ class ClientProfile:
     source: str
     """Where the walls are documented (or how they were measured)."""
     claude_tokens: int | None = None
+    sends: str | None = None
+    """The `clientInfo.name` the client is known to send (tests and benchmarks use it)."""
     tokenizer: str | None = None
     """The counter spec of the tokens the client's models read (`tiktoken:o200k_base` for
     OpenAI's), when one is known; a server may count with it where it is available offline."""
@@ -270,6 +272,7 @@ DEFAULT_PROFILE = ClientProfile(
 PROFILES: tuple[ClientProfile, ...] = (
     ClientProfile(
         name="claude-code",
+        sends="claude-code",
         title="Claude Code",
         clients=("claude-code",),
         tokens=DEFAULT_MAX_TOKENS_CEILING,
@@ -282,6 +285,7 @@ PROFILES: tuple[ClientProfile, ...] = (
     ),
     ClientProfile(
         name="claude-desktop",
+        sends="claude-ai",
         title="Claude Desktop",
         clients=("claude-ai",),
         tokens=DEFAULT_MAX_TOKENS_CEILING,
@@ -293,6 +297,7 @@ PROFILES: tuple[ClientProfile, ...] = (
     ),
     ClientProfile(
         name="codex",
+        sends="codex-mcp-client",
         title="Codex",
         clients=("codex",),
         tokens=9_000,
@@ -305,6 +310,7 @@ PROFILES: tuple[ClientProfile, ...] = (
     ),
     ClientProfile(
         name="copilot-cli",
+        sends="github-copilot-cli",
         title="Copilot CLI",
         clients=("github-copilot-cli", "copilot-cli"),
         tokens=2_500,
@@ -315,6 +321,7 @@ PROFILES: tuple[ClientProfile, ...] = (
     ),
     ClientProfile(
         name="gemini-cli",
+        sends="gemini-cli-mcp-client",
         title="Gemini CLI",
         clients=("gemini-cli",),
         tokens=DEFAULT_MAX_TOKENS_CEILING,
@@ -325,6 +332,7 @@ PROFILES: tuple[ClientProfile, ...] = (
     ),
     ClientProfile(
         name="vscode",
+        sends="Visual Studio Code",
         title="VS Code (GitHub Copilot Chat)",
         clients=("visual-studio-code", "code---oss", "vscode"),
         tokens=DEFAULT_PROFILE.tokens,
@@ -334,6 +342,7 @@ PROFILES: tuple[ClientProfile, ...] = (
     ),
     ClientProfile(
         name="cursor",
+        sends="cursor-vscode",
         title="Cursor",
         clients=("cursor",),
         tokens=DEFAULT_PROFILE.tokens,
