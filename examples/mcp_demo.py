@@ -58,8 +58,9 @@ def _show(title: str, result: Any, counter: Any, budget: int) -> dict[str, Any]:
               f"one marked {CUT} shows part of its text, the lines that best match the query (the "
               "whole text stays in the store: read_document shows it; the notice names the first "
               "cut one)")  # fmt: skip
-    if data.get("notice"):
-        print("notice:", data["notice"])
+    notice = texts[-1].rsplit("\n\n", 1)[-1] if texts else ""
+    if notice.startswith("["):  # the store's notice ends the text (not repeated in the data)
+        print("notice:", notice)
     return data
 
 

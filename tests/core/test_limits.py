@@ -12,6 +12,7 @@ from ragbudget.limits import (
     WalledCounter,
     Walls,
     profile_for,
+    profile_names,
 )
 
 TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=400)
@@ -27,7 +28,7 @@ def within(walls: Walls, counter: WalledCounter, text: str) -> bool:
     return walls.crossed(counter.measure(text)) is None
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(WALLS, TEXT)
 def test_units_fit_exactly_when_every_wall_holds(walls: Walls, text: str) -> None:
     counter = WalledCounter(get_counter(), walls)
@@ -35,7 +36,7 @@ def test_units_fit_exactly_when_every_wall_holds(walls: Walls, text: str) -> Non
     assert counter.count(text) >= counter.inner.count(text)
 
 
-@settings(max_examples=100)
+@settings(max_examples=100, deadline=None)
 @given(WALLS, TEXT)
 def test_a_cut_stops_at_the_first_wall(walls: Walls, text: str) -> None:
     counter = WalledCounter(get_counter(), walls)
@@ -50,7 +51,7 @@ def test_a_cut_stops_at_the_first_wall(walls: Walls, text: str) -> None:
         assert not within(walls, counter, text[: exact.size + 1])
 
 
-@settings(max_examples=100)
+@settings(max_examples=100, deadline=None)
 @given(WALLS, st.lists(TEXT, min_size=1, max_size=8), st.sampled_from(["\n\n", "", "\n---\n"]))
 def test_fit_keeps_the_joined_text_within_every_wall(
     walls: Walls, texts: list[str], separator: str
@@ -62,7 +63,7 @@ def test_fit_keeps_the_joined_text_within_every_wall(
     assert within(walls, counter, joined)
 
 
-@settings(max_examples=60)
+@settings(max_examples=60, deadline=None)
 @given(WALLS, TEXT)
 def test_truncation_stops_at_the_first_wall(walls: Walls, text: str) -> None:
     counter = WalledCounter(get_counter(), walls)
@@ -110,3 +111,47 @@ def test_profiles_by_client_name() -> None:
         if profile.claude_tokens is not None:
             assert profile.walls(claude).tokens == profile.claude_tokens
         assert profile.walls(get_counter()).tokens == profile.tokens
+
+
+@pytest.mark.parametrize(
+    ("client_name", "profile"),
+    [
+        ("claude-code", "claude-code"),
+        ("claude-ai", "claude-desktop"),
+        ("codex-mcp-client", "codex"),
+        ("gemini-cli-mcp-client", "gemini-cli"),
+        ("cursor-vscode", "cursor"),
+        ("Visual Studio Code", "vscode"),
+        ("Visual Studio Code - Insiders", "vscode"),
+        ("visual_studio_code", "vscode"),
+        ("github-copilot-cli", "copilot-cli"),
+        ("mcp", "default"),
+        ("", "default"),
+    ],
+)
+def test_the_names_clients_send(client_name: str, profile: str) -> None:
+    """The `clientInfo.name` each client sends at initialize (docs/mcp.md: where each is read)."""
+    assert profile_for(client_name).name == profile
+
+
+def test_characters_are_counted_as_javascript_counts_them() -> None:
+    walls = Walls(tokens=100, chars=10)
+    counter = WalledCounter(get_counter("chars:100"), walls)
+    assert counter.measure("😀" * 5).chars == 10  # UTF-16: two units each
+    assert within(walls, counter, "😀" * 5)
+    assert not within(walls, counter, "😀" * 6)
+    assert counter.measure("é" * 10).chars == 10
+
+
+def test_each_profile_is_picked_by_the_name_its_client_sends() -> None:
+    for profile in PROFILES:
+        assert profile.sends is not None and profile_for(profile.sends) is profile
+
+
+def test_profile_names_and_the_default_stay_inside_the_strict_walls() -> None:
+    assert profile_names()[-1] == "default"
+    assert len(set(profile_names())) == len(PROFILES) + 1
+    for profile in (*PROFILES, DEFAULT_PROFILE):
+        if profile.chars is not None and profile.name.startswith("claude"):
+            assert profile.chars < 50_000  # under the save-to-file wall
+    assert DEFAULT_PROFILE.bytes is not None and DEFAULT_PROFILE.bytes < 40_000  # Codex: 4 B/token

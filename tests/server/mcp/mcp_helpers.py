@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -65,3 +66,15 @@ def http_server(
         stderr,
     ) as url:
         yield url
+
+
+def whole_answer(result: Any) -> str:
+    """Everything a client may show a model: the text blocks, then the structured content
+    serialized as compact JSON (as the wire carries it)."""
+    structured = getattr(result, "structured_content", None)
+    if structured is None:
+        structured = getattr(result, "structuredContent", None)
+    blocks = text_blocks(result)
+    if structured is not None:
+        blocks.append(json.dumps(structured, ensure_ascii=False, separators=(",", ":")))
+    return "\n".join(blocks)

@@ -17,7 +17,8 @@ from mcp_helpers import COUNTER_SPEC, http_server, serve_command, visible_tokens
 from processes import server_env
 from ragbudget import TokenCounter
 from ragbudget_server.mcp import ServerSettings, create_server
-from ragbudget_server.store import DocumentStore, SearchResponse
+from ragbudget_server.mcp.answers import SearchAnswer
+from ragbudget_server.store import DocumentStore
 
 QUERY = "string formatting operations"
 BUDGET = 900
@@ -59,11 +60,17 @@ async def test_pages_fit_validate_and_continue_without_repeats_or_gaps(
         assert search.output_schema is not None
         # The ranking as this server's Chroma gives it (its approximate search, opened from
         # disk, may order the tail unlike the process that built the index): concise snippets
-        # of all 60 fit one page.
-        whole = await client.call_tool_mcp(
-            "search", {"query": QUERY, "limit": 60, "concise": True, "format": "json"}
-        )
-        ranking = [r.id for r in SearchResponse.model_validate(whole.structured_content).results]
+        # of all 60 take a page or two (each result's ids and lines come with it).
+        ranking: list[str] = []
+        at: int | None = 0
+        while at is not None and at < 60:
+            part = await client.call_tool_mcp(
+                "search",
+                {"query": QUERY, "limit": 60 - at, "offset": at, "concise": True, "format": "json"},
+            )
+            page = SearchAnswer.model_validate(part.structured_content)
+            ranking += [r.id for r in page.results]
+            at = page.next_offset
         assert len(ranking) == 60
         for format in ("text", "json"):
             seen: list[str] = []
@@ -77,7 +84,7 @@ async def test_pages_fit_validate_and_continue_without_repeats_or_gaps(
                 assert not result.is_error
                 assert visible_tokens(result, exact_counter) <= BUDGET
                 jsonschema.validate(result.structured_content, search.output_schema)
-                page = SearchResponse.model_validate(result.structured_content)
+                page = SearchAnswer.model_validate(result.structured_content)
                 assert page.format == format and page.offset == offset
                 assert page.next_offset in (None, offset + len(page.accounted_ids()))
                 seen += page.accounted_ids()  # shown, merged into a span, or a duplicate

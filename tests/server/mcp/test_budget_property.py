@@ -17,10 +17,11 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from fastmcp import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mcp_helpers import COUNTER_SPEC, text_blocks, visible_tokens
+from mcp_helpers import COUNTER_SPEC, text_blocks, visible_tokens, whole_answer
 from ragbudget import TokenCounter
 from ragbudget_server.mcp import DEFAULT_MAX_TOKENS_CEILING, ServerSettings, create_server
-from ragbudget_server.store import DocumentStore, ReadResponse, SearchResponse
+from ragbudget_server.mcp.answers import ReadAnswer, SearchAnswer
+from ragbudget_server.store import DocumentStore
 
 WORDS = [
     "json", "decode", "string", "operator", "precedence", "lambda", "wrap", "shell", "quote",
@@ -107,22 +108,21 @@ def test_search_text_never_exceeds_the_budget(
         return
     allowed = min(budget, DEFAULT_MAX_TOKENS_CEILING)
     assert visible_tokens(result, exact_counter) <= allowed
-    response = SearchResponse.model_validate(result.structured_content)
-    assert text_blocks(result)[-1] == response.to_text()
+    # One copy: the text and the structured content (no texts in it) fit together.
+    assert exact_counter.count(whole_answer(result)) <= allowed
+    response = SearchAnswer.model_validate(result.structured_content)
+    text = text_blocks(result)[-1]
 
     returned = [r.id for r in response.results]
-    assert response.used_tokens == exact_counter.count(text_blocks(result)[-1])
-    assert response.counter == COUNTER_SPEC
+    assert response.budget.text_tokens == visible_tokens(result, exact_counter)
+    assert response.budget.counter == COUNTER_SPEC
     if any(r.cut for r in response.results):
         assert response.truncated
-    if format == "text":  # each result's text reaches the model verbatim
-        assert all(r.text in text_blocks(result)[-1] for r in response.results)
+    if format == "text":  # each result's lines are named in its header
+        assert all(f":{r.start_line}-{r.end_line}" in text for r in response.results)
     assert response.total_count >= offset + len(returned) or not returned
-    if response.truncated:
-        assert response.notice
     if response.next_offset is not None:  # the model is told how to see more
         assert response.next_offset >= offset + len(returned)
-        text = response.to_text()
         assert f"offset={response.next_offset}" in text or "raise max_tokens" in text, text
 
 
@@ -151,8 +151,8 @@ def test_read_document_page_never_exceeds_the_budget(
         assert "max_tokens" in message or "offset" in message, message
         return
     assert visible_tokens(result, exact_counter) <= min(budget, DEFAULT_MAX_TOKENS_CEILING)
-    page = ReadResponse.model_validate(result.structured_content)
-    assert text_blocks(result)[-1] == page.to_text()
+    assert exact_counter.count(whole_answer(result)) <= min(budget, DEFAULT_MAX_TOKENS_CEILING)
+    page = ReadAnswer.model_validate(result.structured_content)
     if page.next_offset is not None:
         assert page.truncated
-        assert f"offset={page.next_offset}" in page.to_text()
+        assert f"offset={page.next_offset}" in text_blocks(result)[-1]

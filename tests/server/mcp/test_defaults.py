@@ -15,12 +15,14 @@ from typing import Any
 
 import pytest
 from fastmcp import Client
-from mcp_helpers import text_blocks
+from mcp_helpers import text_blocks, whole_answer
+from mcp_types import Implementation
 from ragbudget import get_counter
 from ragbudget.counters import CLAUDE_FACTOR, ScaledCounter
 from ragbudget_server.mcp import ServerSettings, create_server
+from ragbudget_server.mcp.answers import SearchAnswer
 from ragbudget_server.mcp.settings import server_counter
-from ragbudget_server.store import DocumentStore, SearchResponse
+from ragbudget_server.store import DocumentStore
 
 
 @pytest.fixture(scope="module")
@@ -32,9 +34,12 @@ def default_db(stdlib: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return db
 
 
-async def _call(db: Path, tool: str, args: dict[str, Any], **settings: Any) -> Any:
-    async with Client(create_server(ServerSettings(db=db, **settings))) as client:
-        return await client.call_tool_mcp(tool, args)
+async def _call(
+    db: Path, tool: str, args: dict[str, Any], client: str = "mcp", **settings: Any
+) -> Any:
+    info = Implementation(name=client, version="1")
+    async with Client(create_server(ServerSettings(db=db, **settings)), client_info=info) as c:
+        return await c.call_tool_mcp(tool, args)
 
 
 @pytest.mark.parametrize("format", ["text", "json"])
@@ -47,12 +52,14 @@ async def test_any_ask_stays_under_claude_codes_limit(
         args |= {"query": "string literal escape sequences", "limit": 200}
     else:
         args |= {"source": str(stdlib / "pydoc_data" / "topics.py")}
-    result = await _call(default_db, tool, args)
+    result = await _call(default_db, tool, args, client="claude-code")
     assert not result.is_error, text_blocks(result)
     visible = "\n".join(text_blocks(result))
+    whole = whole_answer(result)  # the text and the structured content: one copy of each
     for encoding in ("tiktoken:cl100k_base", "tiktoken:o200k_base"):
-        assert get_counter(encoding).count(visible) <= 14_500, encoding
-    assert "clamped to 14,500 tokens" in visible
+        assert get_counter(encoding).count(whole) <= 14_500, encoding
+    assert len(whole) < 50_000  # Claude Code's save-to-file wall
+    assert "clamped to 14,500 tokens" in visible and "claude-code" in visible
 
 
 async def test_serve_counts_with_the_stores_own_counter(
@@ -82,18 +89,18 @@ def test_claude_preset_scales_the_estimate() -> None:
         ScaledCounter(estimate, 0.5, "half")
 
 
-async def test_text_answers_carry_results_verbatim_and_structured_content_in_full(
+async def test_text_answers_carry_results_verbatim_and_structured_content_without_them(
     default_db: Path,
 ) -> None:
     args = {"query": "operator precedence", "max_tokens": 1500, "limit": 20}
     result = await _call(default_db, "search", args)
-    (text,) = text_blocks(result)
-    response = SearchResponse.model_validate(result.structured_content)
+    text = text_blocks(result)[-1]  # after the server's notice, when one was cut
+    response = SearchAnswer.model_validate(result.structured_content)
     assert response.results and response.format == "text"
+    assert "text" not in response.results[0].model_dump()  # one copy: the text block's
     for r in response.results:
-        assert r.text in text  # verbatim, not JSON-escaped
         assert f":{r.start_line}-{r.end_line}" in text
-    assert response.counter == "estimate+10%"
-    assert response.used_tokens == server_counter(get_counter("estimate")).count(text)
-    assert text.count(response.notice or "@@") <= 1  # the notice once
+    assert response.budget.counter == "estimate+10%"
+    counter = server_counter(get_counter("estimate"))
+    assert response.budget.text_tokens == sum(counter.count(b) for b in text_blocks(result))
     assert "offset=" in text and "--offset" not in text

@@ -26,6 +26,7 @@ from fastmcp import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp_helpers import text_blocks
+from mcp_types import Implementation
 from ragbudget import get_counter
 from ragbudget_server.mcp import DEFAULT_MAX_TOKENS_CEILING, ServerSettings, create_server
 from ragbudget_server.mcp.errors import BUDGET_ADVICE
@@ -101,7 +102,10 @@ def session(sources: list[Path], tmp_path_factory: pytest.TempPathFactory) -> It
     assert report.chunks_added > 100, report
     store.close()
     with start_blocking_portal() as portal:
-        client: Client[Any] = Client(create_server(ServerSettings(db=db)))
+        client: Client[Any] = Client(
+            create_server(ServerSettings(db=db)),
+            client_info=Implementation(name="claude-code", version="1"),  # 14,500 tokens
+        )
         with portal.wrap_async_context_manager(client):
             yield portal, client
 

@@ -14,9 +14,10 @@ from mcp_helpers import COUNTER_SPEC, visible_tokens
 from ragbudget import TokenCounter
 from ragbudget._shown import shown
 from ragbudget_server.mcp import ServerSettings, create_server
+from ragbudget_server.mcp.answers import SearchAnswer
 from ragbudget_server.mcp.reports import fit_report
 from ragbudget_server.mcp.roots import linked_file_reason
-from ragbudget_server.store import FileProblem, IngestReport, SearchResponse
+from ragbudget_server.store import FileProblem, IngestReport
 
 SECRET = "zanzibar-quokka-credential"
 
@@ -68,7 +69,7 @@ async def test_ingest_indexes_under_the_root_with_progress(layout: dict[str, Pat
     assert again.structured_content is not None
     assert again.structured_content["chunks_added"] == 0, "ingesting again changes nothing"
     assert again.structured_content["files_unchanged"] == 2
-    sources = {r.source for r in SearchResponse.model_validate(found.structured_content).results}
+    sources = {r.source for r in SearchAnswer.model_validate(found.structured_content).results}
     assert any(source.endswith("textwrap.py") for source in sources)
 
 

@@ -15,11 +15,12 @@ from mcp_helpers import (
     INITIALIZE,
     serve_command,
     text_blocks,
-    visible_tokens,
+    whole_answer,
 )
 from processes import server_env
 from ragbudget import TokenCounter
-from ragbudget_server.store import DocumentStore, SearchResponse
+from ragbudget_server.mcp.answers import SearchAnswer
+from ragbudget_server.store import DocumentStore
 
 pytestmark = pytest.mark.process
 
@@ -42,11 +43,13 @@ async def test_real_client_over_stdio(
         )
     assert names == {"search", "read_document", "stats"}
     assert not result.is_error
-    response = SearchResponse.model_validate(result.structured_content)
+    response = SearchAnswer.model_validate(result.structured_content)
     assert response.truncated
     assert response.next_offset is not None
-    assert visible_tokens(result, exact_counter) <= 700
-    assert text_blocks(result) == [response.to_text()]
+    assert exact_counter.count(whole_answer(result)) <= 700
+    notice, text = text_blocks(result)
+    assert response.budget.bound is not None and "stopped at the" in notice
+    assert f"offset={response.next_offset}" in text
     # At the default log level, stderr holds no DEBUG blocks (fastmcp's included).
     assert "DEBUG" not in (tmp_path / "stderr.log").read_text(errors="replace")
 
@@ -82,8 +85,9 @@ def test_stdout_carries_only_protocol_messages(
     response = next(m for m in messages if m.get("id") == 2)
     assert response["result"]["isError"] is False
     assert response["result"]["structuredContent"]["truncated"] is True
-    # the warning about the truncation travels as a protocol notification, never as raw text
-    assert any(m.get("method") == "notifications/message" for m in messages)
+    # MCP 2026-07-28: no log notification unless the request asked for a level (it did not);
+    # the truncation is said in the answer's text, and logged on stderr
+    assert not any(m.get("method") == "notifications/message" for m in messages)
     logs = stderr_path.read_text(errors="replace")
     assert "DEBUG" in logs, "logs go to stderr"
 

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fastmcp import Client
 from fastmcp.exceptions import ToolError
-from mcp_helpers import COUNTER_SPEC, text_blocks, visible_tokens
+from mcp_helpers import COUNTER_SPEC, text_blocks, visible_tokens, whole_answer
 from ragbudget import TokenCounter
 from ragbudget_server.mcp import ServerSettings, create_server
-from ragbudget_server.store import DocumentStore, ReadResponse, SearchResponse
+from ragbudget_server.mcp.answers import ReadAnswer, SearchAnswer
+from ragbudget_server.store import DocumentStore
 
 
 async def test_tools_are_listed_with_hints_bounds_and_schemas(server: Any) -> None:
@@ -36,7 +38,7 @@ async def test_tools_are_listed_with_hints_bounds_and_schemas(server: Any) -> No
     assert all(props[name].get("description") for name in props), props
     assert "ctx" not in props
     assert search.output_schema is not None
-    assert {"results", "used_tokens", "next_offset"} <= set(search.output_schema["properties"])
+    assert {"results", "budget", "next_offset"} <= set(search.output_schema["properties"])
     read = tools["read_document"]
     assert read.annotations is not None
     assert read.annotations.read_only_hint is True
@@ -48,14 +50,15 @@ async def test_search_sends_one_text_block_that_is_the_response(
 ) -> None:
     async with Client(server) as client:
         result = await client.call_tool_mcp(
-            "search", {"query": "JSON decoder scanstring", "max_tokens": 3000}
+            "search", {"query": "JSON decoder scanstring", "max_tokens": 3000, "limit": 3}
         )
     assert not result.is_error
     blocks = text_blocks(result)
     assert len(blocks) == 1, "structured output must not be serialised a second time as text"
-    response = SearchResponse.model_validate(result.structured_content)
-    assert blocks[0] == response.to_text()
-    assert exact_counter.count(blocks[0]) <= 3000
+    assert "JSON decoder" not in json.dumps(result.structured_content)  # nor repeat the text
+    response = SearchAnswer.model_validate(result.structured_content)
+    assert all(f":{r.start_line}-{r.end_line}" in blocks[0] for r in response.results)
+    assert exact_counter.count(whole_answer(result)) <= 3000
     assert response.results, "the json package should match"
     assert any(r.source.endswith(("decoder.py", "scanner.py")) for r in response.results)
     assert result.meta is not None
@@ -75,13 +78,15 @@ async def test_truncated_search_warns_and_continues_at_the_offset(
             "search",
             {"query": "operator precedence and comparisons", "limit": 30, "max_tokens": 900},
         )
-        page = SearchResponse.model_validate(first.structured_content)
+        page = SearchAnswer.model_validate(first.structured_content)
         assert page.truncated
         assert page.next_offset is not None
-        (text,) = text_blocks(first)
-        assert exact_counter.count(text) <= 900
+        notice, text = text_blocks(first)
+        assert exact_counter.count(whole_answer(first)) <= 900
         assert f"offset={page.next_offset}" in text, "the model must see how to continue"
-        assert any(m.level == "warning" and "truncated" in str(m.data) for m in logs), logs
+        assert "stopped at the" in notice and page.budget.bound is not None
+        # fastmcp's client asks for log messages (a level in _meta): it gets the warning
+        assert any(m.level == "warning" and "stopped at the" in str(m.data) for m in logs), logs
 
         second = await client.call_tool_mcp(
             "search",
@@ -92,7 +97,7 @@ async def test_truncated_search_warns_and_continues_at_the_offset(
                 "offset": page.next_offset,
             },
         )
-    following = SearchResponse.model_validate(second.structured_content)
+    following = SearchAnswer.model_validate(second.structured_content)
     assert following.results
     assert not {r.id for r in page.results} & {r.id for r in following.results}
 
@@ -116,9 +121,9 @@ async def test_ceiling_clamps_and_says_so_within_the_ceiling(
         assert visible_tokens(res, exact_counter) <= 1500
         assert res.meta is not None
         assert res.meta["ragbudget"]["clamped"] is True
-    response = SearchResponse.model_validate(result.structured_content)
-    assert blocks[1] == ReadResponse.model_validate(read.structured_content).to_text()
-    assert text_blocks(result)[1] == response.to_text()
+        assert exact_counter.count(whole_answer(res)) <= 1500
+        assert res.structured_content is not None
+        assert res.structured_content["budget"]["clamped"] is True
 
 
 async def test_read_document_pages_through_the_bomb(
@@ -127,17 +132,17 @@ async def test_read_document_pages_through_the_bomb(
     source = bomb_source
     async with Client(server) as client:
         first = await client.call_tool_mcp("read_document", {"source": source, "max_tokens": 2000})
-        page = ReadResponse.model_validate(first.structured_content)
+        page = ReadAnswer.model_validate(first.structured_content)
         assert page.truncated
         assert page.next_offset is not None
-        (text,) = text_blocks(first)
-        assert text == page.to_text()
-        assert exact_counter.count(text) <= 2000
+        notice, text = text_blocks(first)  # the server's notice names the wall that bound
+        assert page.budget.bound == "tokens" and "stopped at the token wall" in notice
+        assert exact_counter.count(whole_answer(first)) <= 2000
         assert f"offset={page.next_offset}" in text
         second = await client.call_tool_mcp(
             "read_document", {"source": source, "offset": page.next_offset, "max_tokens": 2000}
         )
-    following = ReadResponse.model_validate(second.structured_content)
+    following = ReadAnswer.model_validate(second.structured_content)
     assert following.start_line == page.next_offset
     assert following.total_lines == page.total_lines > 1000
 
@@ -194,7 +199,7 @@ async def test_search_merges_by_default_and_takes_plain_and_a_cap(
 ) -> None:
     """Evidence selection is the tool's default; `evidence=false` is the plain ranked prefix,
     `max_per_source` caps the results per file, and a bad cap is a tool error naming it."""
-    query, budget = "decode a JSON document into objects", 1000
+    query, budget = "decode a JSON document into objects", 1600  # room for the refs too
     async with Client(server) as client:
         calls = {
             name: await client.call_tool_mcp("search", {"query": query, "max_tokens": budget,
@@ -204,7 +209,7 @@ async def test_search_merges_by_default_and_takes_plain_and_a_cap(
         }  # fmt: skip
         with pytest.raises(ToolError, match="max_per_source"):
             await client.call_tool("search", {"query": query, "max_per_source": 0})
-    pages = {name: SearchResponse.model_validate(c.structured_content) for name, c in calls.items()}
+    pages = {name: SearchAnswer.model_validate(c.structured_content) for name, c in calls.items()}
     for name, call in calls.items():
         assert not call.is_error and visible_tokens(call, exact_counter) <= budget, name
     default, plain, capped = pages["default"], pages["plain"], pages["capped"]

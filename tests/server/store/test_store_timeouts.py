@@ -103,6 +103,6 @@ async def test_serve_opens_a_chroma_server_store_on_its_own(
         result = await client.call_tool_mcp("search", {"query": "quokka", "max_tokens": 500})
         stats = await client.call_tool("stats", {})
     assert not result.is_error, result
-    assert "quokka protocol" in str(result.structured_content)
+    assert "quokka protocol" in result.content[-1].text  # the text, not the structured content
     assert stats.structured_content is not None
     assert stats.structured_content["store"]["server"] == chroma_server

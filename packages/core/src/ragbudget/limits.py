@@ -38,6 +38,8 @@ __all__ = [
     "WalledCounter",
     "Walls",
     "profile_for",
+    "profile_names",
+    "utf16_length",
     "with_estimate_margin",
 ]
 
@@ -72,6 +74,14 @@ def with_estimate_margin(counter: TokenCounter, format: str = "json") -> TokenCo
     return ScaledCounter(counter, 1 + margin, f"{counter.name}+{margin:.0%}")
 
 
+def utf16_length(text: str) -> int:
+    """`text`'s length as JavaScript counts it: UTF-16 code units (`len` plus one for each
+    character past U+FFFF)."""
+    if text.isascii():
+        return len(text)
+    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+
+
 def _limit(name: str, value: object, *, minimum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
         msg = f"{name} must be an int, got {value!r}"
@@ -88,7 +98,10 @@ class Measured:
     tokens: int
     """By the counter in use."""
     chars: int
-    """Unicode code points (`len`)."""
+    """Characters as JavaScript counts them (`string.length`: UTF-16 code units, so a
+    character outside the Basic Multilingual Plane, an emoji, counts two): what the clients
+    written in TypeScript measure. Equal to `len` for text without such characters, and never
+    less, so a character wall holds for a client counting code points too."""
     bytes: int
     """UTF-8 bytes."""
 
@@ -99,7 +112,8 @@ class Walls:
 
     Key init args:
         tokens: the most tokens, by the counter the budget is counted with (>= 0).
-        chars: the most characters, or None for no such wall (>= 1).
+        chars: the most characters (UTF-16 code units, as JavaScript counts), or None for no
+            such wall (>= 1).
         bytes: the most UTF-8 bytes, or None for no such wall (>= 1).
 
     Use:
@@ -190,7 +204,7 @@ class WalledCounter:
     def _units(self, text: str, tokens: int) -> int:
         walls, units = self.walls, tokens
         if walls.chars is not None:
-            units = max(units, math.ceil(len(text) * walls.tokens / walls.chars))
+            units = max(units, math.ceil(utf16_length(text) * walls.tokens / walls.chars))
         if walls.bytes is not None:
             size = len(text.encode("utf-8", "surrogatepass"))
             units = max(units, math.ceil(size * walls.tokens / walls.bytes))
@@ -199,7 +213,7 @@ class WalledCounter:
     def measure(self, text: str) -> Measured:
         """`text`'s tokens (by the inner counter), characters and UTF-8 bytes."""
         return Measured(
-            self.inner.count(text), len(text), len(text.encode("utf-8", "surrogatepass"))
+            self.inner.count(text), utf16_length(text), len(text.encode("utf-8", "surrogatepass"))
         )
 
     def bound(self, text: str) -> Wall:
@@ -219,11 +233,13 @@ class WalledCounter:
 
 @dataclass(frozen=True)
 class ClientProfile:
-    """The walls of one MCP client, as documented by its makers or measured.
+    """The walls of one MCP client, as documented by its makers or read from its source.
 
     `tokens` is in cl100k/o200k-like tokens (any counter but the `claude` preset), with the
     margin for Claude's heavier tokenizers where the client counts in Claude tokens;
     `claude_tokens`, where set, is the same wall in Claude tokens (the `claude` preset).
+    Each wall sits a little under the client's own, so that an answer at the wall never
+    reaches it, whatever the client adds around the blocks it joins.
     """
 
     name: str
@@ -231,13 +247,19 @@ class ClientProfile:
     title: str
     """The client, as its users know it."""
     clients: tuple[str, ...]
-    """Lowercase prefixes of the `clientInfo.name` the client sends at initialize."""
+    """Prefixes of the `clientInfo.name` the client sends at initialize, lowercase, with
+    spaces and underscores as `-` (`Visual Studio Code` is matched as `visual-studio-code`)."""
     tokens: int
     chars: int | None
     bytes: int | None
     source: str
     """Where the walls are documented (or how they were measured)."""
     claude_tokens: int | None = None
+    sends: str | None = None
+    """The `clientInfo.name` the client is known to send (tests and benchmarks use it)."""
+    tokenizer: str | None = None
+    """The counter spec of the tokens the client's models read (`tiktoken:o200k_base` for
+    OpenAI's), when one is known; a server may count with it where it is available offline."""
 
     def walls(self, counter: TokenCounter | None = None) -> Walls:
         """The walls in `counter`'s tokens (Claude tokens for the `claude` preset)."""
@@ -247,82 +269,134 @@ class ClientProfile:
         return Walls(tokens, self.chars, self.bytes)
 
 
+CLAUDE_CODE_CHARS = 48_000
+"""Claude Code saves a tool result over 50,000 characters to a file and shows the model a
+2 KB preview; 2,000 characters under it for what a client adds between blocks."""
+
+_CLAUDE_DOCS = "code.claude.com/docs/en/mcp (MCP output limits)"
+_DEFAULT_SOURCE = (
+    "No documented limit found for this client: the default profile's walls, inside Claude "
+    "Code's and Codex's."
+)
+
 DEFAULT_PROFILE = ClientProfile(
     name="default",
     title="Any other client",
     clients=(),
     tokens=9_000,
     chars=40_000,
-    bytes=None,
-    source="The strictest token and character walls of the known clients but Copilot CLI's "
-    "10 KB, with a margin: Codex's ~10,000 tokens and Claude Code's 50,000 characters.",
+    bytes=38_000,
+    source="Inside every known client's walls but Copilot CLI's 10 KB: Codex's 10,000 tokens "
+    "(and its 4-bytes-a-token estimate, 40,000 bytes), Claude Code's 25,000 Claude tokens "
+    "(14,500 o200k) and 50,000 characters; a margin under each.",
 )
-"""For a client no profile names: within the walls of Claude Code and Codex."""
+"""For a client no profile names (or one that sends no name)."""
 
 PROFILES: tuple[ClientProfile, ...] = (
     ClientProfile(
         name="claude-code",
+        sends="claude-code",
         title="Claude Code",
         clients=("claude-code",),
         tokens=DEFAULT_MAX_TOKENS_CEILING,
         claude_tokens=CLAUDE_MAX_TOKENS_CEILING,
-        chars=50_000,
+        chars=CLAUDE_CODE_CHARS,
         bytes=None,
-        source="Claude Code's MCP docs: warns at 10,000 tokens, refuses over 25,000 "
-        "(MAX_MCP_OUTPUT_TOKENS); saves results over 50,000 characters to a file.",
+        source=f"{_CLAUDE_DOCS}: warns over 10,000 tokens, refuses over 25,000 "
+        "(MAX_MCP_OUTPUT_TOKENS); saves results over 50,000 characters to a file and shows a "
+        "2 KB preview (anthropics/claude-code#42869).",
     ),
     ClientProfile(
         name="claude-desktop",
+        sends="claude-ai",
         title="Claude Desktop",
         clients=("claude-ai",),
         tokens=DEFAULT_MAX_TOKENS_CEILING,
         claude_tokens=CLAUDE_MAX_TOKENS_CEILING,
-        chars=50_000,
+        chars=CLAUDE_CODE_CHARS,
         bytes=None,
-        source="As Claude Code (its agent ignores _meta['anthropic/maxResultSizeChars']).",
+        source="Its code agent is Claude Code's harness with the same walls, and it drops "
+        "_meta['anthropic/maxResultSizeChars'] (anthropics/claude-code#78478).",
     ),
     ClientProfile(
         name="codex",
+        sends="codex-mcp-client",
         title="Codex",
         clients=("codex",),
         tokens=9_000,
         chars=None,
-        bytes=None,
-        source="Codex caps tool output near 10,000 tokens (earlier 10 KiB / 256 lines).",
+        bytes=38_000,
+        tokenizer="tiktoken:o200k_base",
+        source="codex-rs truncates each tool output to 10,000 tokens by its estimate of 4 bytes "
+        "a token, dropping the middle (openai/codex#5913, #6544: 10 KiB / 256 lines in "
+        "0.56-era releases); its models read o200k tokens.",
     ),
     ClientProfile(
         name="copilot-cli",
+        sends="github-copilot-cli",
         title="Copilot CLI",
         clients=("github-copilot-cli", "copilot-cli"),
         tokens=2_500,
         chars=None,
         bytes=10_000,
-        source="Copilot CLI drops the middle of tool output past 10 KB.",
+        source="Cuts MCP tool text to 10 KB (10 * 1024 bytes) before its save-to-file step "
+        "(github/copilot-cli#1732).",
     ),
     ClientProfile(
         name="gemini-cli",
+        sends="gemini-cli-mcp-client",
         title="Gemini CLI",
         clients=("gemini-cli",),
         tokens=DEFAULT_MAX_TOKENS_CEILING,
         chars=4_000_000,
         bytes=None,
-        source="Gemini CLI truncates tool output past 4,000,000 characters.",
+        source="Gemini CLI truncates tool output past 4,000,000 characters "
+        "(truncateToolOutputThreshold); the token wall is the server's ceiling.",
+    ),
+    ClientProfile(
+        name="vscode",
+        sends="Visual Studio Code",
+        title="VS Code (GitHub Copilot Chat)",
+        clients=("visual-studio-code", "code---oss", "vscode"),
+        tokens=DEFAULT_PROFILE.tokens,
+        chars=DEFAULT_PROFILE.chars,
+        bytes=DEFAULT_PROFILE.bytes,
+        source=_DEFAULT_SOURCE,
+    ),
+    ClientProfile(
+        name="cursor",
+        sends="cursor-vscode",
+        title="Cursor",
+        clients=("cursor",),
+        tokens=DEFAULT_PROFILE.tokens,
+        chars=DEFAULT_PROFILE.chars,
+        bytes=DEFAULT_PROFILE.bytes,
+        source=_DEFAULT_SOURCE,
     ),
 )
 """The known clients' walls (docs/mcp.md has the table with its sources)."""
 
 
+def profile_names() -> tuple[str, ...]:
+    """Every profile's name, the default last: what `--client` takes."""
+    return (*(p.name for p in PROFILES), DEFAULT_PROFILE.name)
+
+
+def _normal(name: str) -> str:
+    return "-".join(name.strip().lower().replace("_", " ").split())
+
+
 def profile_for(client_name: str | None, override: str | None = None) -> ClientProfile:
     """The profile named `override` if given, else the one whose `clients` prefix the client's
-    `clientInfo.name` starts with (case-insensitive), else `DEFAULT_PROFILE`."""
+    `clientInfo.name` starts with (case, spaces and underscores aside), else
+    `DEFAULT_PROFILE`."""
     if override is not None:
         for profile in (*PROFILES, DEFAULT_PROFILE):
             if profile.name == override:
                 return profile
-        names = ", ".join(p.name for p in (*PROFILES, DEFAULT_PROFILE))
-        msg = f"client profile must be one of {names}, got {override!r}"
+        msg = f"client profile must be one of {', '.join(profile_names())}, got {override!r}"
         raise ValueError(msg)
-    name = (client_name or "").strip().lower()
+    name = _normal(client_name or "")
     for profile in PROFILES:
         if name and any(name.startswith(prefix) for prefix in profile.clients):
             return profile

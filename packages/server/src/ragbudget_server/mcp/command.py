@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 from pydantic import ValidationError
+from ragbudget.limits import profile_names
 
 from ragbudget_server._options import DEFAULT_DB, StoreOptions, store_options
 from ragbudget_server.mcp.http_security import check_allowed, check_auth_token, run_http
@@ -72,6 +73,11 @@ def _configure_logging(level: str) -> None:
     # the echo.
     echo = logging.getLogger("fastmcp.server.context.to_client")
     echo.setLevel(logging.DEBUG if level == "DEBUG" else logging.CRITICAL + 1)
+
+
+def _option(field: str) -> str:
+    """`--client: ` for a setting a flag of that name sets (the error names the argument)."""
+    return "--client: " if field == "client" else ""
 
 
 def _require_store(settings: ServerSettings) -> None:
@@ -161,6 +167,16 @@ def serve(
             "e.g. https://app.example (repeatable; env: space-separated). Others get 403.",
         ),
     ] = None,
+    client: Annotated[
+        str | None,
+        typer.Option(
+            "--client",
+            envvar="RAGBUDGET_CLIENT",
+            show_default="each caller's own, by the name it sends; else default",
+            help="Client profile whose walls (tokens, characters, bytes) every answer keeps: "
+            f"{', '.join(profile_names())}.",
+        ),
+    ] = None,
     log_level: Annotated[
         str, typer.Option(help="Log level for stderr (DEBUG, INFO, WARNING, ERROR).")
     ] = "WARNING",
@@ -193,9 +209,14 @@ def serve(
             allow_roots=tuple(allow_root or ()),
             allow_hard_links=allow_hard_links,
             max_tokens_ceiling=max_tokens_ceiling,
+            client=client,
         )
     except ValidationError as exc:
-        problems = "; ".join(str(err["msg"]).removeprefix("Value error, ") for err in exc.errors())
+        problems = "; ".join(
+            _option(str(err["loc"][0]) if err["loc"] else "")
+            + str(err["msg"]).removeprefix("Value error, ")
+            for err in exc.errors()
+        )
         raise _fail(problems) from None
 
     if transport is Transport.stdio and (auth_token or allow_host or allow_origin):

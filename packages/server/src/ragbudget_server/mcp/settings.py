@@ -5,8 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-from ragbudget.counters import ScaledCounter, TokenCounter
-from ragbudget.limits import CLAUDE_MAX_TOKENS_CEILING, DEFAULT_MAX_TOKENS_CEILING
+from ragbudget.counters import TokenCounter
+from ragbudget.limits import (
+    CLAUDE_MAX_TOKENS_CEILING,
+    DEFAULT_MAX_TOKENS_CEILING,
+    ESTIMATE_MARGINS,
+    profile_names,
+    with_estimate_margin,
+)
 
 from ragbudget_server._defaults import DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, MAX_TIMEOUT
 
@@ -21,13 +27,6 @@ __all__ = [
     "default_ceiling",
     "server_counter",
 ]
-
-ESTIMATE_MARGINS = {"text": 0.10, "json": 0.15}
-"""How much more an inexact counter (an estimate) counts in the server, by answer format: above
-the estimate's largest measured under-count on rendered answers (`benchmarks/bench_answers.py`:
-3% on text, 11% on JSON, whose escaping the estimate counts short), so that what is really
-sent stays within the budget by the real tokenizer. A margin m covers an under-count u while
-1 / (1 - u) <= 1 + m."""
 
 MIN_MAX_TOKENS_CEILING = 256
 """Below this a clamped response could not hold the clamp notice and one result."""
@@ -51,6 +50,8 @@ class ServerSettings(BaseModel):
         allow_roots: folders the `ingest` tool may index; empty means ingest is disabled.
         allow_hard_links: let `ingest` index hard-linked files (refused by default).
         max_tokens_ceiling: the largest budget any tool call gets; larger asks are clamped.
+        client: the client profile every call gets (`ragbudget.limits.PROFILES`); None picks
+            each caller's by the name it sends (`clientInfo.name`), else `default`.
 
     Instantiate:
         ```python
@@ -105,7 +106,20 @@ class ServerSettings(BaseModel):
         description="Server-wide cap on any tool call's max_tokens; larger asks are clamped. "
         "None: 25,000 with the `claude` counter, else 14,500 (see `default_ceiling`).",
     )
+    client: str | None = Field(
+        default=None,
+        description="Client profile for every call (its walls: tokens, characters, bytes); "
+        "None: each caller's own, by the clientInfo.name it sends.",
+    )
     name: str = Field(default="ragbudget", description="Server name reported to MCP clients.")
+
+    @field_validator("client")
+    @classmethod
+    def _check_client(cls, value: str | None) -> str | None:
+        if value is not None and value not in profile_names():
+            msg = f"client must be one of {', '.join(profile_names())}, got {value!r}"
+            raise ValueError(msg)
+        return value
 
     @field_validator("max_tokens_ceiling")
     @classmethod
@@ -157,7 +171,4 @@ def default_ceiling(counter: TokenCounter) -> int:
 def server_counter(counter: TokenCounter, format: str = "text") -> TokenCounter:
     """The counter the server budgets answers in `format` with: `counter` itself when exact,
     else with the estimate's margin for that format on top, named so (`estimate+10%`)."""
-    if counter.exact:
-        return counter
-    margin = ESTIMATE_MARGINS[format]
-    return ScaledCounter(counter, 1 + margin, f"{counter.name}+{margin:.0%}")
+    return with_estimate_margin(counter, format)

@@ -11,8 +11,10 @@ import anyio
 import anyio.to_thread
 from fastmcp.tools import ToolResult
 from ragbudget.counters import TokenCounter, get_counter
+from ragbudget.limits import ClientProfile, profile_for
 from ragbudget.middleware.token_budget import TokenBudgetMiddleware
 
+from ragbudget_server.mcp.client import offline_counter
 from ragbudget_server.mcp.settings import ServerSettings, default_ceiling, server_counter
 from ragbudget_server.store import DocumentStore
 
@@ -78,6 +80,20 @@ class ServerState:
         if format not in self._by_format:
             self._by_format[format] = server_counter(self.base_counter, format)
         return self._by_format[format]
+
+    def profile(self, client_name: str | None) -> ClientProfile:
+        """The profile a caller gets: the settings' `client`, else its own by name."""
+        return profile_for(client_name, self.settings.client)
+
+    def counter_for_profile(self, format: str, profile: ClientProfile) -> TokenCounter:
+        """What an answer to a client of `profile` is counted with: the settings' counter when
+        given; else the tokenizer the profile's walls are in, where it counts offline (exact,
+        so no margin); else the store's (with the estimate's margin)."""
+        if self.settings.counter is None and profile.tokenizer is not None:
+            exact = offline_counter(profile.tokenizer)
+            if exact is not None:
+                return exact
+        return self.counter_for(format)
 
     def measured(self, result: ToolResult, tokens: int, counter: TokenCounter) -> ToolResult:
         """`result`, whose content blocks count `tokens` by `counter` (added up one by one),

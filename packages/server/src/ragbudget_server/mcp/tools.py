@@ -14,7 +14,6 @@ counted once.
 from __future__ import annotations
 
 import logging
-import warnings
 from collections.abc import Callable
 from functools import partial
 from typing import Annotated, Any, Literal, TypeVar
@@ -25,13 +24,15 @@ import anyio.to_thread
 from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ToolError
 from fastmcp.tools import Tool, ToolResult
-from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_types import TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 from ragbudget._shown import shown
 from ragbudget.counters import TokenCounter
+from ragbudget.limits import WalledCounter, profile_names
 
-from ragbudget_server.mcp.budgeting import BudgetExceededError, checked_text, clamp_budget
+from ragbudget_server.mcp.answers import Ask, FittedAnswer, ReadAnswer, SearchAnswer, fit_answer
+from ragbudget_server.mcp.budgeting import BudgetExceededError
+from ragbudget_server.mcp.client import client_name, log_if_asked
 from ragbudget_server.mcp.errors import refuse
 from ragbudget_server.mcp.reports import fit_report
 from ragbudget_server.mcp.roots import OutsideRootsError, check_ingest_paths, linked_file_reason
@@ -87,6 +88,11 @@ class ServerStats(BaseModel):
     counter_exact: bool = Field(description="True for a real tokenizer, False for an estimate.")
     max_tokens_ceiling: int = Field(description="Largest max_tokens any call gets.")
     ingest_roots: list[str] = Field(description="Folders `ingest` may index; empty = disabled.")
+    client_profile: str = Field(description="The client profile in force for this caller.")
+    client_walls: str = Field(description="Its walls, in words (tokens by `answer_counter`).")
+    answer_counter: str = Field(description="What this caller's answers are counted with.")
+    client_profile_source: str = Field(description="Where the profile's walls come from.")
+    profiles: list[str] = Field(description="Every profile `--client` takes.")
 
 
 async def _state(ctx: Context) -> ServerState:
@@ -102,58 +108,61 @@ async def _state(ctx: Context) -> ServerState:
     return state
 
 
-async def _warn(ctx: Context, message: str) -> None:
-    """Send an MCP log warning to the client (and log it on stderr at INFO: it is routine)."""
-    logger.info(message)
-    # fastmcp 4 keeps MCP logging for protocol versions before 2026-07-28 and the SDK marks
-    # the call deprecated; that deprecation is upstream's, not something a caller can act on.
-    warnings.filterwarnings(
-        "ignore", message="The logging capability is deprecated", category=MCPDeprecationWarning
-    )
-    await ctx.warning(message, logger_name="ragbudget")
+async def _ask(ctx: Context, state: ServerState, max_tokens: int, format: str) -> Ask:
+    """This call's budget: the caller's profile, its walls in the counter's tokens, capped by
+    the server's ceiling and the ask."""
+    profile = state.profile(client_name(ctx))
+    counter = state.counter_for_profile(format, profile)
+    walls = profile.walls(counter)
+    walls = walls.with_tokens(min(walls.tokens, state.ceiling, max_tokens))
+    return Ask(profile=profile, walls=walls, requested=max_tokens, counter=counter)
 
 
 async def _budgeted(
     ctx: Context,
     state: ServerState,
-    max_tokens: int,
-    fetch: Callable[[int], R],
-    warning: Callable[[R, int], str | None],
-    counter: TokenCounter,
+    ask: Ask,
+    fetch: Callable[[int, TokenCounter], R],
+    warning: Callable[[FittedAnswer], str | None],
 ) -> ToolResult:
-    """Run a store call within the (clamped) budget and package what the client receives.
+    """Run a store call within the caller's walls and package what the client receives.
 
-    The content is the clamp notice (only when the ask was above the ceiling) and the store's
-    `to_text()`; the two together count at most the effective budget. The structured content
-    is the store's response itself. Each is counted once: the store's text by the store (its
-    measure is checked here), the notice here; the total goes to the server's guard with the
-    result (`ServerState.measured`), which does not count it again.
+    The content is the server's notice (when the ask was clamped or a wall cut the answer:
+    it names the profile and the wall) and the store's `to_text()`; the structured content is
+    the lean `SearchAnswer`/`ReadAnswer`. All of it together fits every wall (`fit_answer`),
+    counted once; the blocks' count goes to the server's guard with the result
+    (`ServerState.measured`), which does not count them again.
     """
-    effective, notice = clamp_budget(max_tokens, state.ceiling)
-    blocks: list[TextContent] = [] if notice is None else [TextContent(type="text", text=notice)]
-    reserved = 0 if notice is None else counter.count(notice)
     try:
-        response = await anyio.to_thread.run_sync(fetch, effective - reserved)
-        text, used = checked_text(response, effective - reserved, counter)
+        fitted = await anyio.to_thread.run_sync(fit_answer, ask, fetch)
     except (StoreError, BudgetExceededError) as exc:
-        raise refuse(exc, effective, counter) from exc
-    message = warning(response, effective - reserved)
+        raise refuse(exc, ask.walls.tokens, WalledCounter(ask.counter, ask.walls)) from exc
+    message = warning(fitted)
     if message is not None:
-        await _warn(ctx, message)
+        await log_if_asked(ctx, "warning", message)
     result = ToolResult(
-        content=[*blocks, TextContent(type="text", text=text)],
-        structured_content=response.model_dump(mode="json"),
+        content=[TextContent(type="text", text=block) for block in fitted.blocks],
+        structured_content=fitted.structured,
         meta={
             "ragbudget": {
-                "max_tokens": effective,
-                "requested_max_tokens": max_tokens,
-                "clamped": notice is not None,
-                "text_tokens": used + reserved,
-                "counter": counter.name,
+                "profile": ask.profile.name,
+                "max_tokens": min(ask.requested, ask.walls.tokens),
+                "requested_max_tokens": ask.requested,
+                "clamped": ask.requested > ask.walls.tokens,
+                "text_tokens": fitted.text_units,
+                "answer_units": fitted.units,
+                "counter": ask.counter.name,
             }
         },
     )
-    return state.measured(result, used + reserved, counter)  # counted once: the guard trusts it
+    return state.measured(result, fitted.text_units, ask.counter)  # counted once
+
+
+def _cut_message(what: str, fitted: FittedAnswer) -> str | None:
+    budget = fitted.structured["budget"]
+    if budget.get("bound") is None:
+        return None
+    return f"{what}: {fitted.blocks[0].strip('[]')}"  # the server's notice names the wall
 
 
 async def search(
@@ -228,7 +237,7 @@ async def search(
     """
     state = await _state(ctx)
 
-    def fetch(budget: int) -> SearchResponse:
+    def fetch(budget: int, counter: TokenCounter) -> SearchResponse:
         return state.store.search(
             query,
             limit=limit,
@@ -237,21 +246,14 @@ async def search(
             concise=concise,
             file_type=file_type,
             directory=directory,
-            counter=state.counter_for(format),
+            counter=counter,
             format=format,
             evidence=evidence,
             max_per_source=max_per_source,
         )
 
-    def warning(response: SearchResponse, budget: int) -> str | None:
-        if not response.truncated:
-            return None
-        return (
-            f"search {shown(query)}: response truncated to fit {budget:,} tokens "
-            f"({response.notice or 'see truncation_info'})"
-        )
-
-    return await _budgeted(ctx, state, max_tokens, fetch, warning, state.counter_for(format))
+    ask = await _ask(ctx, state, max_tokens, format)
+    return await _budgeted(ctx, state, ask, fetch, partial(_cut_message, f"search {shown(query)}"))
 
 
 async def read_document(
@@ -314,21 +316,16 @@ async def read_document(
     """
     state = await _state(ctx)
 
-    def fetch(budget: int) -> ReadResponse:
+    def fetch(budget: int, counter: TokenCounter) -> ReadResponse:
         return state.store.read(
             source, offset=offset, limit=limit, max_tokens=budget,
-            counter=state.counter_for(format), format=format, char_offset=char_offset,
-            page=page,
+            counter=counter, format=format, char_offset=char_offset, page=page,
         )  # fmt: skip
 
-    def warning(response: ReadResponse, budget: int) -> str | None:
-        if not response.truncated:
-            return None
-        return (
-            f"read_document {shown(source)}: page cut to fit {budget:,} tokens ({response.notice})"
-        )
-
-    return await _budgeted(ctx, state, max_tokens, fetch, warning, state.counter_for(format))
+    ask = await _ask(ctx, state, max_tokens, format)
+    return await _budgeted(
+        ctx, state, ask, fetch, partial(_cut_message, f"read_document {shown(source)}")
+    )
 
 
 async def ingest(
@@ -391,12 +388,19 @@ async def stats(ctx: Context) -> ServerStats:
         store_stats: StoreStats = await anyio.to_thread.run_sync(state.store.stats)
     except StoreError as exc:
         raise refuse(exc) from exc
+    profile = state.profile(client_name(ctx))
+    counter = state.counter_for_profile("text", profile)
     return ServerStats(
         store=store_stats,
         counter=state.counter.name,
         counter_exact=state.counter.exact,
         max_tokens_ceiling=state.ceiling,
         ingest_roots=[str(root) for root in state.settings.allow_roots],
+        client_profile=profile.name,
+        client_walls=profile.walls(counter).describe(),
+        answer_counter=counter.name,
+        client_profile_source=profile.source,
+        profiles=list(profile_names()),
     )
 
 
@@ -410,11 +414,9 @@ def _schema(model: type[BaseModel]) -> dict[str, Any]:
 def register_tools(mcp: FastMCP[Any], settings: ServerSettings) -> None:
     """Add the tools to `mcp`; `ingest` only when `settings` allows at least one root."""
     add = mcp.add_tool
-    add(Tool.from_function(search, annotations=_READ_ONLY, output_schema=_schema(SearchResponse)))
+    add(Tool.from_function(search, annotations=_READ_ONLY, output_schema=_schema(SearchAnswer)))
     add(
-        Tool.from_function(
-            read_document, annotations=_READ_ONLY, output_schema=_schema(ReadResponse)
-        )
+        Tool.from_function(read_document, annotations=_READ_ONLY, output_schema=_schema(ReadAnswer))
     )
     add(Tool.from_function(stats, annotations=_READ_ONLY))
     if settings.ingest_enabled:

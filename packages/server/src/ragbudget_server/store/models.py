@@ -9,7 +9,8 @@ and says how many it counts in `used_tokens`.
 from __future__ import annotations
 
 import os
-from typing import Literal, Self
+from collections.abc import Sequence
+from typing import Literal, Protocol, Self
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
@@ -141,10 +142,7 @@ class SearchResponse(_Rendered):
         """Every ranked id this page accounts for: each result's, the ids merged into it and
         its duplicates, and the ids the cap per file left out. Pages walked by `next_offset`
         account for each ranked id exactly once."""
-        ids: list[str] = []
-        for r in self.results:
-            ids += [r.id, *(r.merged_ids or ()), *(r.duplicate_ids or ())]
-        return ids + list(self.capped_ids or ())
+        return accounted_ids(self.results, self.capped_ids)
 
     def render_text(self) -> str:
         """Each result's header line and verbatim text, then the notice once. When several
@@ -159,6 +157,21 @@ class SearchResponse(_Rendered):
         if self.notice:
             parts.append(self.notice)
         return "\n\n".join(parts)
+
+
+class _Ranked(Protocol):
+    id: str
+    merged_ids: list[str] | None
+    duplicate_ids: list[str] | None
+
+
+def accounted_ids(results: Sequence[_Ranked], capped: list[str] | None) -> list[str]:
+    """The ranked ids a page of `results` accounts for: each result's own, those merged into
+    it, its duplicates, then the ids the cap per file left out (`capped`)."""
+    ids: list[str] = []
+    for r in results:
+        ids += [r.id, *(r.merged_ids or ()), *(r.duplicate_ids or ())]
+    return ids + list(capped or ())
 
 
 def shared_folder(sources: list[str]) -> str:

@@ -26,7 +26,7 @@ from ragbudget_server.store.models import SearchResponse, SearchResult
 from ragbudget_server.store.pages import cite
 from ragbudget_server.store.search import TEXT, Hit, Rendering, _Page, budget_response, measure
 
-__all__ = ["evidence_response", "respond"]
+__all__ = ["Remembered", "evidence_response", "respond"]
 
 _MIN_SHARE = {"text": 150, "json": 250}
 """The least budget a result should get (`select`'s `min_share`), by format: a result's header
@@ -118,7 +118,7 @@ def evidence_response(
         return page.response(results, longest, offset + len(hits), True).to_text()
 
     budget, reach, narrowed = max_tokens, len(hits), False
-    remembered = _Remembered(counter)  # the tries render many of the same candidates
+    remembered = Remembered(counter)  # the tries render many of the same candidates
 
     def attempt(k: int) -> EvidenceResult | None:
         try:
@@ -199,8 +199,9 @@ def _widest(
     return best, tried[best]
 
 
-class _Remembered:
-    """`counter`, each text counted once: the selection's tries render the same candidates."""
+class Remembered:
+    """`counter`, each text counted once: the selection's tries render the same candidates, and
+    the MCP server's fitting measures the same texts again (`mcp.answers`)."""
 
     def __init__(self, counter: TokenCounter) -> None:
         self._counter = counter

@@ -1,0 +1,130 @@
+"""Every answer fits the client that reads it, through the official SDK client over stdio.
+
+`ragbudget serve` at its defaults (the store's estimate counter) is asked `search` and
+`read_document` at budgets up to far above any wall, by an `mcp.ClientSession` sending each
+profile's `clientInfo.name`. Each answer, its text blocks plus its structured content serialized
+as compact JSON, stays within that profile's walls: tokens by exact o200k and cl100k (the
+token wall is the server's margin-covered estimate, so an exact count must be within it), and
+characters (UTF-16 units and code points) and UTF-8 bytes. The structured content holds no
+result's text, and log messages come only when a level was asked for.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp_helpers import serve_command
+from mcp_types import Implementation, TextContent
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from processes import server_env
+from ragbudget import get_counter
+from ragbudget.limits import DEFAULT_PROFILE, PROFILES, ClientProfile, utf16_length
+from ragbudget_server.store import DocumentStore
+
+pytestmark = pytest.mark.timeout(300)
+
+
+ASKS = [
+    ("search", {"query": "string literal escape sequences", "limit": 200, "max_tokens": 10**6}),
+    ("search", {"query": "with statement", "limit": 50, "max_tokens": 30_000, "format": "json"}),
+    ("search", {"query": "operator precedence", "limit": 5, "max_tokens": 4000}),
+    ("read_document", {"max_tokens": 10**6}),
+    ("read_document", {"max_tokens": 20_000, "format": "json", "offset": 4000}),
+]
+
+
+@pytest.fixture(scope="module")
+def estimate_db(stdlib: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    db = tmp_path_factory.mktemp("walls") / "db"
+    store = DocumentStore(path=db)  # as a new user builds it: the estimate counter
+    store.ingest([stdlib / "pydoc_data" / "topics.py", stdlib / "json"])
+    store.close()
+    return db
+
+
+def _whole(result: Any) -> str:
+    texts = [b.text for b in result.content if isinstance(b, TextContent)]
+    assert len(texts) == len(result.content)
+    structured = json.dumps(result.structured_content, ensure_ascii=False, separators=(",", ":"))
+    return "\n".join([*texts, structured])
+
+
+def _within(profile: ClientProfile, whole: str) -> None:
+    tokens = profile.walls().tokens
+    for spec in ("tiktoken:o200k_base", "tiktoken:cl100k_base"):
+        assert get_counter(spec).count(whole) <= tokens, (profile.name, spec)
+    if profile.chars is not None:
+        assert utf16_length(whole) <= profile.chars and len(whole) <= profile.chars
+    if profile.bytes is not None:
+        assert len(whole.encode()) <= profile.bytes
+
+
+async def _session_calls(db: Path, name: str, topics: str, log_level: Any = None) -> list[Any]:
+    command = serve_command()
+    params = StdioServerParameters(
+        command=command[0], args=[*command[1:], "--db", str(db)], env=server_env()
+    )
+    logs: list[Any] = []
+
+    async def on_log(params: Any) -> None:
+        logs.append(params)
+
+    results = []
+    async with (
+        stdio_client(params, errlog=sys.stderr) as (read, write),
+        ClientSession(
+            read,
+            write,
+            client_info=Implementation(name=name, version="1"),
+            logging_callback=on_log,
+            log_level=log_level,
+        ) as session,
+    ):
+        await session.initialize()
+        if log_level is not None and session.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            with pytest.warns(MCPDeprecationWarning):  # the client's API is deprecated
+                await session.set_logging_level(log_level)  # a handshake version's way to ask
+        for tool, args in ASKS:
+            if tool == "read_document":
+                args = {**args, "source": topics}
+            results.append(await session.call_tool(tool, args))
+        stats = await session.call_tool("stats", {})
+    return [results, stats, logs]
+
+
+@pytest.mark.parametrize("profile", [*PROFILES, DEFAULT_PROFILE], ids=lambda p: p.name)
+async def test_every_answer_is_within_the_walls_of_the_client_that_asked(
+    profile: ClientProfile, estimate_db: Path, stdlib: Path
+) -> None:
+    topics = str(stdlib / "pydoc_data" / "topics.py")
+    results, stats, logs = await _session_calls(
+        estimate_db, profile.sends or "some-other-agent", topics
+    )
+    assert stats.structured_content["client_profile"] == profile.name
+    for result in results:
+        assert not result.is_error, result.content
+        whole = _whole(result)
+        _within(profile, whole)
+        budget = result.structured_content["budget"]
+        assert budget["profile"] == profile.name
+        if budget.get("bound"):  # the notice says the wall in words and names the profile
+            assert f"Client profile {profile.name}" in result.content[0].text
+    # one copy: no result's text in the structured content
+    first = results[0].structured_content["results"][0]
+    assert "text" not in first
+    assert logs == [], "no log message unless the request asked for a level"
+
+
+async def test_a_client_that_asks_for_a_log_level_gets_the_warning(
+    estimate_db: Path, stdlib: Path
+) -> None:
+    topics = str(stdlib / "pydoc_data" / "topics.py")
+    _, _, logs = await _session_calls(estimate_db, "codex-mcp-client", topics, "warning")
+    assert any("stopped at the" in str(entry.data) for entry in logs), logs
