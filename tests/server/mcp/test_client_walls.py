@@ -28,7 +28,7 @@ from ragbudget import get_counter
 from ragbudget.limits import DEFAULT_PROFILE, PROFILES, ClientProfile, utf16_length
 from ragbudget_server.store import DocumentStore
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.process, pytest.mark.slow]
 
 
 ASKS = [

@@ -9,7 +9,7 @@ from pathlib import Path
 from fastmcp import Client
 from mcp_helpers import COUNTER_SPEC
 from ragbudget_server.mcp import ServerSettings, create_server
-from ragbudget_server.store import ReadResponse, SearchResponse
+from ragbudget_server.mcp.answers import ReadAnswer, SearchAnswer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "store"))
 from document_files import pdf_bytes, scanned_pdf_bytes
@@ -29,7 +29,7 @@ async def test_documents_through_the_tools(tmp_path: Path) -> None:
     async with Client(create_server(settings)) as client:
         first = await client.call_tool("ingest", {"paths": ["docs"]})
         found = await client.call_tool("search", {"query": "lighthouse red lamp"})
-        response = SearchResponse.model_validate(found.structured_content)
+        response = SearchAnswer.model_validate(found.structured_content)
         top = response.results[0]
         page = await client.call_tool(
             "read_document", {"source": top.source, "page": 2, "max_tokens": 500}
@@ -44,8 +44,9 @@ async def test_documents_through_the_tools(tmp_path: Path) -> None:
     assert list(skipped) == ["scan.pdf"] and skipped["scan.pdf"].startswith("no text layer")
     assert top.source.endswith("atlas.pdf") and top.pages == "pages 1-2"  # one chunk, two pages
     assert "(pages 1-2)" in found.content[0].text  # type: ignore[union-attr]
-    read = ReadResponse.model_validate(page.structured_content)
-    assert read.text.startswith("--- page 2 ---\nThe lighthouse") and read.pages == "page 2"
+    read = ReadAnswer.model_validate(page.structured_content)  # where the page is; its text:
+    text = page.content[0].text  # type: ignore[union-attr]
+    assert "--- page 2 ---\nThe lighthouse" in text and read.pages == "page 2"
     assert again.structured_content is not None
     assert again.structured_content["sources_pruned"] == 1  # the MCP tool prunes by default
     assert stats.structured_content is not None

@@ -199,7 +199,7 @@ async def test_search_merges_by_default_and_takes_plain_and_a_cap(
 ) -> None:
     """Evidence selection is the tool's default; `evidence=false` is the plain ranked prefix,
     `max_per_source` caps the results per file, and a bad cap is a tool error naming it."""
-    query, budget = "decode a JSON document into objects", 1600  # room for the refs too
+    query, budget = "decode a JSON document into objects", 2000  # room for the refs too
     async with Client(server) as client:
         calls = {
             name: await client.call_tool_mcp("search", {"query": query, "max_tokens": budget,

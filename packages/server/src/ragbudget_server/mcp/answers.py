@@ -84,6 +84,9 @@ class ResultRef(_Model):
     source: str = Field(description="The document's path, as stored (for `read_document`).")
     start_line: int = Field(description="First line shown, 1-based.")
     end_line: int = Field(description="Last line shown, 1-based inclusive.")
+    pages: str | None = Field(
+        default=None, description="The pages (or slides) those lines lie on, for documents."
+    )
     score: float | None = Field(default=None, description="Similarity (None when concise).")
     tokens: int | None = Field(default=None, description="Tokens of the result's text.")
     cut: bool | None = Field(default=None, description="True when its text was cut to fit.")
@@ -118,6 +121,9 @@ class ReadAnswer(_Model):
     source: str = Field(description="The document's path, as stored.")
     start_line: int | None = Field(default=None, description="First line shown, 1-based.")
     end_line: int | None = Field(default=None, description="Last line shown, 1-based.")
+    pages: str | None = Field(
+        default=None, description="The pages (or slides) the lines shown lie on, for documents."
+    )
     total_lines: int = Field(description="Lines in the whole document.")
     next_offset: int | None = Field(
         default=None, description="The offset that continues; None (left out) at the end."
@@ -151,7 +157,7 @@ def _lean(response: SearchResponse | ReadResponse, budget: Budget) -> SearchAnsw
     return ReadAnswer(
         **response.model_dump(
             include={
-                "source", "start_line", "end_line", "total_lines", "next_offset",
+                "source", "start_line", "end_line", "pages", "total_lines", "next_offset",
                 "next_char_offset", "truncated", "format",
             }
         ),

@@ -19,18 +19,24 @@ def _trim(report: IngestReport, keep: int) -> IngestReport:
 
 
 def fit_report(report: IngestReport, budget: int, counter: TokenCounter) -> IngestReport:
-    """`report`, or a copy listing only the first files of each list, whose JSON fits `budget`.
+    """`report`, or a copy listing only the first files of each list, whose JSON fits `budget`
+    twice: a client gets it as the text block and again as structured content, and the server's
+    guard budgets both together.
 
     The counts (`files_seen`, `files_ingested`, chunks) stay whole; `problems_omitted` says how
     many entries were left out. Never mutates `report`.
     """
-    if counter.count(report.model_dump_json()) <= budget:
+
+    def size(answer: IngestReport) -> int:
+        return 2 * counter.count(answer.model_dump_json())
+
+    if size(report) <= budget:
         return report
     keep = max(len(report.files_skipped), len(report.files_removed), len(report.errors))
     trimmed = report
     while keep > 0:
         keep //= 2
         trimmed = _trim(report, keep)
-        if counter.count(trimmed.model_dump_json()) <= budget:
+        if size(trimmed) <= budget:
             break
     return trimmed
