@@ -62,7 +62,8 @@ def main() -> None:
     print(f"\ncounter throughput on 1,000 stdlib chunks ({total_chars:,} chars)")
     print(f"{'counter':>24} {'MB/s':>8} {'vs raw tiktoken':>16}")
     print(f"{'raw tiktoken encode':>24} {total_chars / raw / 1e6:>8.2f} {1.0:>15.2f}x")
-    for tc in (est, tik, get_counter("chars:4")):
+    bpe = get_counter("bpe:cl100k_base")  # ragbudget[bpe]: tiktoken's tokens
+    for tc in (est, tik, bpe, get_counter("chars:4")):
         t = best(lambda k=tc: [k.count(x) for x in texts], 3)
         print(f"{tc.name:>24} {total_chars / t / 1e6:>8.2f} {raw / t:>15.2f}x")
 
