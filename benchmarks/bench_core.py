@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _corpus import offline_tiktoken, stdlib_chunks
-from ragbudget import Chunk, fit, get_counter
+from ragbudget import Chunk, TiktokenCounter, fit, get_counter
 
 
 def best(fn: object, number: int) -> float:
@@ -30,7 +30,7 @@ def main() -> None:
     logging.getLogger("ragbudget").setLevel(logging.ERROR)
     texts = stdlib_chunks(1000)
     est = get_counter("estimate")
-    tik = get_counter("tiktoken:cl100k_base")
+    tik = TiktokenCounter("cl100k_base")  # tiktoken itself (the spec prefers bpe-openai)
     import tiktoken
 
     enc = tiktoken.get_encoding("cl100k_base")
