@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _corpus import offline_tiktoken, stdlib_chunks
-from ragbudget import Chunk, fit, get_counter
+from ragbudget import Chunk, TiktokenCounter, fit, get_counter
 
 
 def best(fn: object, number: int) -> float:
@@ -30,7 +30,7 @@ def main() -> None:
     logging.getLogger("ragbudget").setLevel(logging.ERROR)
     texts = stdlib_chunks(1000)
     est = get_counter("estimate")
-    tik = get_counter("tiktoken:cl100k_base")
+    tik = TiktokenCounter("cl100k_base")  # tiktoken itself (the spec prefers bpe-openai)
     import tiktoken
 
     enc = tiktoken.get_encoding("cl100k_base")
@@ -62,7 +62,8 @@ def main() -> None:
     print(f"\ncounter throughput on 1,000 stdlib chunks ({total_chars:,} chars)")
     print(f"{'counter':>24} {'MB/s':>8} {'vs raw tiktoken':>16}")
     print(f"{'raw tiktoken encode':>24} {total_chars / raw / 1e6:>8.2f} {1.0:>15.2f}x")
-    for tc in (est, tik, get_counter("chars:4")):
+    bpe = get_counter("bpe:cl100k_base")  # ragbudget[bpe]: tiktoken's tokens
+    for tc in (est, tik, bpe, get_counter("chars:4")):
         t = best(lambda k=tc: [k.count(x) for x in texts], 3)
         print(f"{tc.name:>24} {total_chars / t / 1e6:>8.2f} {raw / t:>15.2f}x")
 

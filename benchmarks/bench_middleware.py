@@ -1,18 +1,18 @@
 """What TokenBudgetMiddleware costs per tool call, next to no middleware and to fastmcp's own
 `ResponseLimitingMiddleware`, on the same results.
 
-Three copies of one server (a small dict, a 5,000-item list, a ~200K-token log) are called
-through fastmcp's in-memory client, interleaved call by call in one run; each figure is a
-median, each ratio is against the server without middleware (the order of the variants
-rotates from round to round). ResponseLimitingMiddleware gets
-a byte limit of 4 bytes per token of the budget (about what the budget holds in English); it
-cuts bytes, so its JSON no longer parses, and it has no continuation. TokenBudgetMiddleware
-is measured with the default counter (the calibrated estimate) and with tiktoken cl100k.
+Copies of one server are called through fastmcp's in-memory client, interleaved call by call;
+its tools return a small dict and results of 200 KB and 2 MB: a log, indented code (the
+standard library's sources) and a JSON list. Each figure is a median over the rounds; the whole
+measurement runs 3 times, and the summary gives TokenBudget over ResponseLimiting in each run
+and their median (the goal: at most 3x). ResponseLimitingMiddleware gets a byte limit of 4
+bytes per token of the budget; it cuts bytes, so its JSON no longer parses, and it has no
+continuation. TokenBudgetMiddleware is measured with the default counter (the calibrated
+estimate) and with the `tiktoken:o200k_base` spec (bpe-openai when installed).
 
 Then paging: `more` through a single line of 648,889 characters (far over any budget, so each
 page is cut inside the line), timing each page; the last pages over the first ones show whether
-a page's cost grows with what is left of the line (it did before `cut_text` counted a prefix
-first: docs/middleware.md).
+a page's cost grows with what is left of the line.
 
     uv run --all-packages python benchmarks/bench_middleware.py
 """
@@ -23,43 +23,72 @@ import asyncio
 import json
 import logging
 import statistics
+import sysconfig
 import time
+from pathlib import Path
 from typing import Any
 
 from fastmcp import Client, FastMCP
 from fastmcp.server.middleware import Middleware
 from fastmcp.server.middleware.response_limiting import ResponseLimitingMiddleware
-from ragbudget import use_bundled_tiktoken_files
+from ragbudget import get_counter, use_bundled_tiktoken_files
 from ragbudget.middleware import TokenBudgetMiddleware
 from ragbudget.middleware.paging import find_more_call
 
 BUDGET = 8000
-ROUNDS = {"small": 200, "list_5000": 15, "log_200k": 15}
-LOG = "".join(
-    f"2026-11-23T12:{i // 60 % 60:02d}:{i % 60:02d}Z INFO worker-{i % 7} GET /api/v1/items/{i} "
-    f"status={200 if i % 13 else 500} bytes={i * 37 % 9000} took={i % 97}ms\n"
-    for i in range(6500)
+STDLIB = Path(sysconfig.get_paths()["stdlib"])
+_LOG_LINE = (
+    "2026-11-23T12:{m:02d}:{s:02d}Z INFO worker-{w} GET /api/v1/items/{i} "
+    "status={st} bytes={b} took={t}ms\n"
 )
-ITEMS = [{"id": i, "name": f"item {i}", "tags": ["red", "grün"][: i % 3]} for i in range(5000)]
+_LOG = "".join(
+    _LOG_LINE.format(
+        m=i // 60 % 60, s=i % 60, w=i % 7, i=i, st=200 if i % 13 else 500, b=i * 37 % 9000, t=i % 97
+    )
+    for i in range(30_000)
+)
+_CODE = "".join(p.read_text(encoding="utf-8") for p in sorted(STDLIB.glob("*.py"))[:200])
+_ITEMS = [{"id": i, "name": f"item {i}", "tags": ["red", "grün"][: i % 3]} for i in range(60_000)]
+
+
+def _sized(text: str, size: int) -> str:
+    return (text * (size // len(text) + 1))[:size]
+
+
+def _items(size: int) -> list[dict[str, Any]]:
+    n, total = 0, 2
+    while total < size:
+        total += len(json.dumps(_ITEMS[n % len(_ITEMS)], ensure_ascii=False)) + 1
+        n += 1
+    return [_ITEMS[i % len(_ITEMS)] for i in range(n)]
+
+
+RESULTS: dict[str, Any] = {
+    "small": {"ok": True, "version": "1.2.3"},
+    "log_200k": _sized(_LOG, 200_000),
+    "code_200k": _sized(_CODE, 200_000),
+    "json_200k": _items(200_000),
+    "log_2m": _sized(_LOG, 2_000_000),
+    "code_2m": _sized(_CODE, 2_000_000),
+    "json_2m": _items(2_000_000),
+}
+ROUNDS = {"small": 100, "log_200k": 15, "code_200k": 15, "json_200k": 15}
+ROUNDS |= {"log_2m": 7, "code_2m": 7, "json_2m": 7}
 LINE = " ".join(f"word{i}." for i in range(60_000))  # one line, 648,889 characters
 PAGE_BUDGET = 4000
+RUNS = 3
 
 
 def _server(middleware: Middleware | None) -> FastMCP[Any]:
     mcp: FastMCP[Any] = FastMCP("bench")
+    for name, value in RESULTS.items():
 
-    @mcp.tool
-    def small() -> dict[str, Any]:
-        return {"ok": True, "version": "1.2.3"}
+        def tool(value: Any = value) -> Any:
+            return value
 
-    @mcp.tool
-    def list_5000() -> list[dict[str, Any]]:
-        return ITEMS
-
-    @mcp.tool
-    def log_200k() -> str:
-        return LOG
-
+        kind = str if isinstance(value, str) else Any
+        tool.__annotations__ = {"return": kind}
+        mcp.tool(tool, name=name)
     if middleware is not None:
         mcp.add_middleware(middleware)
     return mcp
@@ -76,22 +105,21 @@ def _json_ok(result: Any) -> str:
     return "valid"
 
 
-async def _measure(use_tiktoken: bool) -> None:
+async def _measure() -> dict[str, dict[str, float]]:
+    """Median ms per call of each variant on each result, variants interleaved call by call."""
     variants: dict[str, Middleware | None] = {
         "none": None,
         "ResponseLimiting": ResponseLimitingMiddleware(max_size=BUDGET * 4),
         "TokenBudget (estimate)": TokenBudgetMiddleware(BUDGET),
+        "TokenBudget (o200k)": TokenBudgetMiddleware(BUDGET, counter="tiktoken:o200k_base"),
     }
-    if use_tiktoken:
-        variants["TokenBudget (cl100k)"] = TokenBudgetMiddleware(
-            BUDGET, counter="tiktoken:cl100k_base"
-        )
     clients = {name: Client(_server(mw)) for name, mw in variants.items()}
+    medians: dict[str, dict[str, float]] = {}
     for client in clients.values():
         await client.__aenter__()
     try:
         header = "".join(f"{name:>24}" for name in variants)
-        print(f"{'result':<10}{header}   (median ms per call; ratio to none; JSON after the cut)")
+        print(f"{'result':<10}{header}   (median ms; ratio to none; JSON after the cut)")
         for tool, rounds in ROUNDS.items():
             times: dict[str, list[float]] = {name: [] for name in variants}
             shapes: dict[str, set[str]] = {name: set() for name in variants}
@@ -104,16 +132,35 @@ async def _measure(use_tiktoken: bool) -> None:
                     result = await clients[name].call_tool_mcp(tool, {})
                     times[name].append(time.perf_counter() - start)
                     shapes[name].add(_json_ok(result))
-            base = statistics.median(times["none"])
+            medians[tool] = {name: statistics.median(times[name]) for name in variants}
+            base = medians[tool]["none"]
             cells = []
             for name in variants:
-                median = statistics.median(times[name])
+                median = medians[tool][name]
                 shape = "/".join(sorted(shapes[name]))
                 cells.append(f"{median * 1e3:8.2f} {median / base:5.2f}x {shape:>7}")
             print(f"{tool:<10}" + "".join(f"{cell:>24}" for cell in cells))
     finally:
         for client in clients.values():
             await client.__aexit__(None, None, None)
+    return medians
+
+
+def _against_limiter(runs: list[dict[str, dict[str, float]]]) -> None:
+    """Each TokenBudget variant over ResponseLimiting (the goal: at most 3x), per run, and the
+    median of the runs."""
+    names = [n for n in runs[0]["small"] if n.startswith("TokenBudget")]
+    print(f"\n{'result':<10}" + "".join(f"{n:>36}" for n in names))
+    print(f"{'':<10}" + "".join(f"{'added ms / runs / median x':>36}" for _ in names))
+    for tool in ROUNDS:
+        cells = []
+        for name in names:
+            ratios = [run[tool][name] / run[tool]["ResponseLimiting"] for run in runs]
+            added = statistics.median(run[tool][name] - run[tool]["none"] for run in runs)
+            shown = " ".join(f"{r:.2f}" for r in ratios)
+            cells.append(f"{added * 1e3:7.1f} / {shown} / {statistics.median(ratios):5.2f}x")
+        print(f"{tool:<10}" + "".join(f"{cell:>36}" for cell in cells))
+    print("x = median latency with TokenBudget / with ResponseLimiting (same run); goal <= 3x")
 
 
 async def _paging(counter: str) -> None:
@@ -145,15 +192,19 @@ async def _paging(counter: str) -> None:
 def main() -> None:
     logging.getLogger("fastmcp").setLevel(logging.ERROR)  # no per-call log lines in the figures
     logging.getLogger("mcp").setLevel(logging.ERROR)
-    use_tiktoken = use_bundled_tiktoken_files()
+    use_bundled_tiktoken_files()
     print(
         f"budget {BUDGET:,} tokens (ResponseLimiting: {BUDGET * 4:,} bytes); "
-        f"rounds {ROUNDS}; in-memory fastmcp client, variants interleaved call by call"
+        f"rounds {ROUNDS}; in-memory fastmcp client, variants interleaved call by call; "
+        f"o200k = the tiktoken:o200k_base spec ({get_counter('tiktoken:o200k_base')!r})"
     )
-    asyncio.run(_measure(use_tiktoken))
-    print("ratio = median latency with that middleware / median latency with none (same run)")
+    runs = []
+    for run in range(RUNS):
+        print(f"\nrun {run + 1} of {RUNS}")
+        runs.append(asyncio.run(_measure()))
+    _against_limiter(runs)
     print(f"\npaging a {len(LINE):,}-character line at {PAGE_BUDGET:,} tokens a page (median ms)")
-    for counter in ("estimate", *(["tiktoken:cl100k_base"] if use_tiktoken else [])):
+    for counter in ("estimate", "tiktoken:o200k_base"):
         asyncio.run(_paging(counter))
     print("last / first near 1: a page costs the same wherever it is in the line")
 

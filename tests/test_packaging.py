@@ -28,6 +28,7 @@ CORE_EXTRAS = {
     "middleware/": "fastmcp",
     "chunking.py": "split",
     "counters.py": "all",
+    "bpe.py": "bpe",
 }
 # Which extra of the application a module needs.
 SERVER_EXTRAS = {

@@ -23,16 +23,18 @@ guarantee (`tokens <= max_tokens`) never rests on that assumption.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from bisect import bisect_right
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ragbudget._checks import check_int
-from ragbudget.counters import CounterSpec, TokenCounter, get_counter
+from ragbudget.counters import CounterSpec, TokenCounter, count_up_to, get_counter, stops_early
 
 __all__ = [
     "Fitted",
     "boundaries",
     "cut_text",
+    "largest_cut",
     "largest_fitting",
     "largest_prefix",
     "least_budget",
@@ -54,23 +56,34 @@ class Fitted:
 
 
 class _Measure:
-    """Renders and counts each candidate once, remembering the best fitting one."""
+    """Renders and counts each candidate once, remembering the best fitting one.
+
+    A fits-check counts only up to the budget (`counters.count_up_to`: a counter that can stop
+    there does); `size` counts a candidate whole when a search needs its real size."""
 
     def __init__(self, render: Callable[[int], str], max_tokens: int, tc: TokenCounter) -> None:
         self.render, self.max_tokens, self.tc = render, max_tokens, tc
         self.seen: dict[int, tuple[str, int]] = {}
-
-    def size(self, k: int) -> int:
-        if k not in self.seen:
-            text = self.render(k)
-            self.seen[k] = (text, self.tc.count(text))
-        return self.seen[k][1]
+        """Candidates counted: their rendering and count (any count over the budget may
+        have stopped there: it is a floor)."""
+        self.whole: set[int] = set()
+        """Candidates counted whole."""
 
     def fits(self, k: int) -> bool:
-        return self.size(k) <= self.max_tokens
+        if k not in self.seen:
+            text = self.render(k)
+            self.seen[k] = (text, count_up_to(self.tc, text, self.max_tokens))
+        return self.seen[k][1] <= self.max_tokens
+
+    def size(self, k: int) -> int:
+        if not self.fits(k) and k not in self.whole and stops_early(self.tc):
+            text = self.seen[k][0]
+            self.seen[k] = (text, self.tc.count(text))
+        self.whole.add(k)
+        return self.seen[k][1]
 
     def result(self, k: int) -> Fitted:
-        self.size(k)
+        self.fits(k)
         text, tokens = self.seen[k]
         return Fitted(k, text, tokens)
 
@@ -212,6 +225,8 @@ def _whole_fits(measure: _Measure, size: int) -> bool:
     first, sparing the count of all of a long text (paging through a long line cut what was
     left again, `more` after `more`, and counted all of it each time)."""
     probe = (measure.max_tokens + 1) * _PROBE_CHARS
+    if stops_early(measure.tc):
+        probe = size  # the counter stops at the budget by itself
     while probe < size:
         if not measure.fits(probe):
             return False
@@ -261,6 +276,50 @@ def cut_text(
     # The largest boundary of the preferred kind that fits (all do, for a monotone counter).
     j = _gallop(lambda i: measure.fits(points[i]), 0, len(points) - 1, len(points) - 1)
     return measure.result(points[j] if j is not None else 0)
+
+
+def largest_cut(
+    text: str, points: Sequence[int], max_tokens: int, counter: CounterSpec = None
+) -> Fitted | None:
+    """The largest cut `text[:p]`, `p` one of `points` (increasing positions, e.g. line ends),
+    that counts at most `max_tokens`; None when not even the first point fits.
+
+    Secant steps on the measured tokens per character of the prefixes counted so far pick the
+    next point, so a long text with a budget far below it costs a few counts of about the
+    budget's size (not one per line, nor a gallop from a first guess); a counter that stops at
+    the limit (`counters.stops_early`) reads no further than the budget for prefixes over it.
+
+        >>> from ragbudget.fitting import largest_cut
+        >>> largest_cut("ab\ncd\nef\n", [3, 6, 9], 7, "chars:1").size
+        6
+    """
+    check_int("max_tokens", max_tokens, minimum=0)
+    if not points:
+        return None
+    measure = _Measure(lambda p: text[:p], max_tokens, get_counter(counter))
+    lo, hi = -1, len(points)  # points[lo] fits (-1: none known), points[hi] is over
+    target = min(points[-1], max(1, (max_tokens + 1) * 4))
+    for _ in range(6):
+        i = min(max(bisect_right(points, target) - 1, lo + 1), hi - 1)
+        used = measure.size(points[i])
+        if used <= max_tokens:
+            lo = i
+        else:
+            hi = i
+        if hi - lo <= 1:
+            break
+        # Aim at the budget from this prefix's tokens per character: from one that fits, at
+        # its end plus what is left; from one over, a little short of where the budget is.
+        per_char = max(used, 1) / max(points[i], 1)
+        if used <= max_tokens:
+            target = points[i] + int((max_tokens - used) / per_char)
+        else:
+            target = int(max_tokens / per_char * 0.998)
+    if hi - lo > 1:
+        guess = bisect_right(points, target) - 1
+        found = _gallop(lambda j: measure.fits(points[j]), lo + 1, hi - 1, guess)
+        lo = lo if found is None else found
+    return None if lo < 0 else measure.result(points[lo])
 
 
 def _same(text: str) -> str:

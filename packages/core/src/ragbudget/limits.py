@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from ragbudget.counters import ScaledCounter, TokenCounter
+from ragbudget.counters import ScaledCounter, TokenCounter, count_up_to, stops_early
 
 __all__ = [
     "CLAUDE_MAX_TOKENS_CEILING",
@@ -196,6 +196,18 @@ class WalledCounter:
 
     def count(self, text: str) -> int:
         return self._units(text, self.inner.count(text))
+
+    @property
+    def stops_early(self) -> bool:
+        return stops_early(self.inner)
+
+    def count_up_to(self, text: str, limit: int) -> int:
+        """As `count`, but the tokens are counted only up to `limit` (`counters.count_up_to`),
+        and not at all when the characters or bytes are already over it."""
+        units = self._units(text, 0)
+        if units > limit:
+            return units
+        return max(units, count_up_to(self.inner, text, limit))
 
     def units_of(self, text: str, tokens: int) -> int:
         """`text`'s budget units when its tokens (by `inner`) are known to be `tokens`."""

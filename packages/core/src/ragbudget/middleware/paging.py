@@ -22,8 +22,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ragbudget.counters import TokenCounter
-from ragbudget.fitting import cut_text, largest_fitting
+from ragbudget.counters import TokenCounter, count_up_to, stops_early
+from ragbudget.fitting import cut_text, largest_cut, largest_fitting
 from ragbudget.limits import Walls
 from ragbudget.middleware.json_trim import (
     Cut,
@@ -36,7 +36,6 @@ from ragbudget.middleware.json_trim import (
     trim,
 )
 from ragbudget.middleware.page_cache import held_bytes
-from ragbudget.truncate import truncate_head
 
 __all__ = [
     "Page",
@@ -85,24 +84,39 @@ class Page:
 
 def _fits(counter: TokenCounter, text: str, budget: int) -> bool:
     # No token is longer than 64 characters: longer texts are over without counting them all.
-    return len(text) <= (budget + 1) * 64 and counter.count(text) <= budget
+    return len(text) <= (budget + 1) * 64 and count_up_to(counter, text, budget) <= budget
 
 
 def first_text_page(text: str, start: int, budget: int, counter: TokenCounter) -> int:
     """Where a page of `text` from character `start` ends: after the last whole line that
-    fits `budget` tokens, or, when the first line alone is over, at a boundary inside it."""
-    newline = text.find("\n", start)
-    line = text[start:] if newline < 0 else text[start : newline + 1]
-    if not _fits(counter, line, budget):  # a lone line over the budget: cut inside it
-        fitted = cut_text(line, budget, counter)  # at a boundary; its position, not its text
-        return start + max(1, fitted.size if fitted is not None else 0)
-    rest = text[start:]
-    cut = truncate_head(rest, max_lines=rest.count("\n") + 1, max_tokens=budget, counter=counter)
-    if not cut.truncated:
+    fits `budget` tokens, or, when the first line alone is over, at a boundary inside it.
+
+    The rest of the text is counted whole only when a prefix of it does not already show it
+    over; the page's end is then found among the line ends within reach (no token is longer
+    than 64 characters) by `largest_cut`: a few counts of about a page each."""
+    rest = text[start : start + (budget + 1) * 64 + 1]
+    if len(text) - start <= (budget + 1) * 64 and _whole_fits(text[start:], budget, counter):
         return len(text)
-    if cut.partial_line or not cut.output_lines:  # the line fits, but not with that notice
-        return start + len(line)
-    return start + len(cut.text) + 1  # with its newline
+    ends = [m.end() for m in _NEWLINE.finditer(rest)]
+    fitted = largest_cut(rest, ends, budget, counter) if ends else None
+    if fitted is None:  # a lone line over the budget: cut inside it, at a boundary
+        newline = text.find("\n", start)
+        line = text[start:] if newline < 0 else text[start : newline + 1]
+        cut = cut_text(line, budget, counter)  # its position, not its text
+        return start + max(1, cut.size if cut is not None else 0)
+    return start + fitted.size
+
+
+_NEWLINE = re.compile("\n")
+
+
+def _whole_fits(rest: str, budget: int, counter: TokenCounter) -> bool:
+    """Whether all of `rest` fits: a prefix of about twice the budget (8 characters a token)
+    counted over it says no without counting the whole (unless the counter stops early)."""
+    probe = (budget + 1) * 8
+    if not stops_early(counter) and probe < len(rest) and not _fits(counter, rest[:probe], budget):
+        return False
+    return _fits(counter, rest, budget)
 
 
 class Remainder:

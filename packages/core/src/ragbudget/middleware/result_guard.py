@@ -28,7 +28,7 @@ from mcp_types import (
     TextContent,
 )
 
-from ragbudget.counters import TokenCounter
+from ragbudget.counters import TokenCounter, count_up_to
 from ragbudget.limits import Wall, WalledCounter, Walls
 from ragbudget.middleware.page_cache import PageCache
 from ragbudget.middleware.paging import Remainder
@@ -41,6 +41,9 @@ META_KEY = "ragbudget_cut"
 
 RETRIES = 6
 """Attempts at a body and notice within the budget (a notice's size depends on the body)."""
+
+MEMO_CHARS = 10_000
+"""Texts at least this long have their sizes remembered by the guard that measured them."""
 
 WALL_WORDS: dict[Wall, str] = {"tokens": "tokens", "chars": "characters", "bytes": "bytes"}
 
@@ -106,6 +109,9 @@ class ResultGuard:
         source: str = "walls set by the server",
     ) -> None:
         self.counter, self.cache, self.more_tool, self.source = counter, cache, more_tool, source
+        self._sizes: dict[str, tuple[int, int]] = {}
+        """Texts of more than `MEMO_CHARS` measured: the budget counted to, and the count
+        (`within` and `cut` both measure the whole result: it is counted once)."""
 
     def walls(self, budget: int) -> Walls:
         """The walls a budget of `budget` units stands for."""
@@ -124,11 +130,19 @@ class ResultGuard:
         return f"cut to fit {self.walls(budget).describe()} ({bound} bound; {self.source})"
 
     def size(self, text: str, budget: int) -> int:
-        """Units in `text`, or `budget + 1` when it is certainly over (no token is longer
-        than 64 characters, so a long text need not be counted to know)."""
+        """Units in `text`, or more than `budget` when it is over (no token is longer than 64
+        characters, so a long text need not be counted to know; a counter that stops early
+        stops at `budget`)."""
         if len(text) > (budget + 1) * 64:
             return budget + 1
-        return self.counter.count(text)
+        if len(text) < MEMO_CHARS:
+            return count_up_to(self.counter, text, budget)
+        known = self._sizes.get(text)
+        if known is not None and (known[1] <= known[0] or known[1] > budget):
+            return known[1]  # an exact count, or a floor already over this budget
+        units = count_up_to(self.counter, text, budget)
+        self._sizes[text] = (budget, units)
+        return units
 
     def used(self, result: ToolResult, budget: int) -> int:
         """Units of everything the model may read (at most `budget + 1`: counting stops there)."""

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import TypeAdapter, ValidationError
 
-from ragbudget.counters import TokenCounter
+from ragbudget.counters import TokenCounter, count_up_to, stops_early
 from ragbudget.middleware.json_trim import dumps
 
 __all__ = [
@@ -78,6 +78,17 @@ class MirrorCounter:
 
     def count(self, text: str) -> int:
         return self.inner.count(text) + self.inner.count(wire_json({"result": text}))
+
+    @property
+    def stops_early(self) -> bool:
+        return stops_early(self.inner)
+
+    def count_up_to(self, text: str, limit: int) -> int:
+        """As `count`, each part counted only up to what is left of `limit`."""
+        used = count_up_to(self.inner, text, limit)
+        if used > limit:
+            return used
+        return used + count_up_to(self.inner, wire_json({"result": text}), limit - used)
 
 
 @lru_cache(maxsize=128)

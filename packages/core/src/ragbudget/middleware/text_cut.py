@@ -161,6 +161,16 @@ class TextCut:
             follow = " The rest was not kept (larger than the page cache): ask for less."
         return f"[ragbudget: {header}; {what}.{extra}{follow}]"
 
+    def _first_reserve(self) -> int:
+        """A first guess of the notice's size: for a text, that of a notice stating the whole
+        text's figures (a few units more for the wall's name), so the first page found is
+        usually the one sent; JSON notices vary more, and start from 80."""
+        if self.value is not None:
+            return 80
+        whole = self._remainder(self.text, [Segment(None, "chars", 0, len(self.text))])
+        draft = self._notice(whole, "", self.text, True, "")
+        return max(80, self.guard.size(draft, self.budget) + 8)
+
     def run(self, text_units: int, structured_units: int) -> GuardOutcome:
         size, budget, cache = self.guard.size, self.budget, self.guard.cache
         note_units = size(self.note, budget) if self.note else 0
@@ -171,7 +181,7 @@ class TextCut:
         own_units = 0 if own is None or own[0] is None else size(wire_json(own[0]), budget)
         keepable = cache.max_entries > 0 and len(self.text) <= cache.max_chars
         nbytes: int | None = None
-        reserve = 80  # a first guess of the notice's size; corrected below if short
+        reserve = self._first_reserve()  # corrected below if short
         for attempt in range(RETRIES):
             body, shown, remainder, with_mirror = self._body(
                 max(1, budget - note_units - own_units - reserve)
