@@ -12,7 +12,7 @@ from typing import IO
 
 import pytest
 
-__all__ = ["free_port", "http_process", "server_env", "wait_for_port"]
+__all__ = ["free_port", "http_process", "server_env", "stop_process", "wait_for_port"]
 
 
 def server_env() -> dict[str, str]:
@@ -58,9 +58,14 @@ def http_process(
         wait_for_port(port, proc)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        proc.terminate()
-        try:
-            proc.communicate(timeout=15)
-        except subprocess.TimeoutExpired:  # pragma: no cover
-            proc.kill()
-            proc.communicate()
+        stop_process(proc)
+
+
+def stop_process(proc: subprocess.Popen[bytes]) -> None:
+    """Stop `proc`: SIGTERM, then SIGKILL after 15 s (safe to call again once it has exited)."""
+    proc.terminate()
+    try:
+        proc.communicate(timeout=15)
+    except subprocess.TimeoutExpired:  # pragma: no cover
+        proc.kill()
+        proc.communicate()

@@ -3,7 +3,12 @@
 `python fake_server.py [MODE]`: MODE `ok` answers; `garbage-at-start` writes a line that is not
 JSON-RPC before anything else. Its tools: `echo` (text), `die` (the process exits without an
 answer), `hang` (never answers), `garbage` (answers with a line that is not JSON-RPC), `env`
-(the value of the variable named by `name`), `pid` (its process id).
+(the value of the variable named by `name`), `pid` (its process id), `capabilities` (what the
+client said it supports at initialize, as JSON), `grow` (adds a tool `grown-N`, then says the
+tool list changed), `wait` (answers nothing, but keeps reading: a cancellation arrives).
+
+With `FAKE_RECORD=<file>` in its environment it appends every `notifications/cancelled` it gets
+to that file, one JSON line each.
 """
 
 from __future__ import annotations
@@ -15,8 +20,10 @@ import time
 
 TOOLS = [
     {"name": name, "description": f"{name} tool", "inputSchema": {"type": "object"}}
-    for name in ("echo", "die", "hang", "garbage", "env", "pid")
+    for name in ("echo", "die", "hang", "garbage", "env", "pid", "capabilities", "grow", "wait")
 ]
+CLIENT: dict[str, object] = {}
+"""The client's `initialize` params."""
 
 
 def send(message: dict[str, object]) -> None:
@@ -41,6 +48,15 @@ def call(request_id: object, name: str, arguments: dict[str, str]) -> None:
         text(request_id, os.environ.get(arguments.get("name", ""), "(unset)"))
     elif name == "pid":
         text(request_id, str(os.getpid()))
+    elif name == "capabilities":
+        text(request_id, json.dumps(CLIENT.get("capabilities", {}), sort_keys=True))
+    elif name == "grow":
+        grown = f"grown-{len(TOOLS)}"
+        TOOLS.append({"name": grown, "description": "grown", "inputSchema": {"type": "object"}})
+        send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        text(request_id, grown)
+    elif name == "wait":
+        pass  # the answer never comes; the client cancels
     else:
         text(request_id, arguments.get("text", ""))
 
@@ -53,12 +69,17 @@ def main() -> None:
     for line in sys.stdin:
         message = json.loads(line)
         method, request_id = message.get("method"), message.get("id")
-        if request_id is None:
-            continue  # a notification
+        if request_id is None:  # a notification
+            record = os.environ.get("FAKE_RECORD")
+            if record and method == "notifications/cancelled":
+                with open(record, "a", encoding="utf-8") as handle:
+                    handle.write(json.dumps(message.get("params")) + "\n")
+            continue
         if method == "initialize":
+            CLIENT.update(message["params"])
             result = {
                 "protocolVersion": message["params"]["protocolVersion"],
-                "capabilities": {"tools": {}},
+                "capabilities": {"tools": {"listChanged": True}},
                 "serverInfo": {"name": "fake", "version": "0.0.1"},
             }
             send({"jsonrpc": "2.0", "id": request_id, "result": result})

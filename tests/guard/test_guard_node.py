@@ -131,8 +131,8 @@ async def _unused(*_args: Any) -> Any:  # pragma: no cover - never called
 
 async def test_everything_over_http(everything_url: str) -> None:
     # The 'everything' server lists some tools only to clients that can answer sampling,
-    # elicitation and roots requests; the guard relays those, so it is compared with a client
-    # that says it can too.
+    # elicitation and roots requests; the guard says it can when its own client does, so
+    # both clients say they can.
     relaying = {
         "sampling_callback": _unused,
         "elicitation_callback": _unused,
@@ -142,7 +142,7 @@ async def test_everything_over_http(everything_url: str) -> None:
         direct_tools = await plain.list_tools()
     message = LOG[:120_000]
     options = ("--url", everything_url, "--client", "codex", "--counter", COUNTER)
-    async with Client(guard_params([], *options)) as client:
+    async with Client(guard_params([], *options), **relaying) as client:
         same_tools(direct_tools, await client.list_tools())
         first = await client.call_tool("echo", {"message": message})
         assert not first.is_error, texts(first)

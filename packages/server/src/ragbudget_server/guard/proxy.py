@@ -1,13 +1,15 @@
 """The guard: fastmcp's proxy in front of the wrapped server, with `TokenBudgetMiddleware` on it.
 
-fastmcp's proxy (`fastmcp.server.create_proxy` over a `ProxyClient`) relays the wrapped
-server's tools, resources, templates, prompts, logging, progress, and the server-to-client
+fastmcp's proxy (`FastMCPProxy` over the client `upstream.Upstream` makes: one session per
+guard connection, advertising what the guard's client supports) relays the wrapped server's
+tools, resources, templates, prompts, logging, progress, cancellations, and the server-to-client
 requests (roots, sampling, elicitation) of a handshake-era session. On top of it:
 
 - `TokenBudgetMiddleware`: every tool result within the budget, the rest served by `more`;
 - `PagingNote`: one line at the end of each budgeted tool's description saying so;
 - `BackendErrors`: the wrapped server's failures (did not start, exited, hung, wrote
-  something that is not MCP) as errors that name it, with the secrets it was given redacted.
+  something that is not MCP) as errors that name it, with the secrets it was given redacted;
+- `ListChanges`: the wrapped server's notices that its lists changed, relayed.
 """
 
 from __future__ import annotations
@@ -20,17 +22,16 @@ from typing import Any
 import anyio
 import mcp_types as mt
 from fastmcp import FastMCP
-from fastmcp.client.messages import MessageHandler
 from fastmcp.exceptions import ToolError
-from fastmcp.server import create_proxy
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
-from fastmcp.server.providers.proxy import ProxyClient, ProxyMetadataMiddleware
+from fastmcp.server.providers.proxy import FastMCPProxy, ProxyMetadataMiddleware
 from fastmcp.tools import Tool
 from mcp.shared.exceptions import MCPError
 from ragbudget.middleware import TokenBudgetMiddleware
 from ragbudget.middleware.client_walls import client_name
 
 from ragbudget_server.guard.backend import Backend
+from ragbudget_server.guard.upstream import ListChanges, StdoutWatch, Upstream
 
 __all__ = ["BackendErrors", "PagingNote", "StdoutWatch", "build_guard"]
 
@@ -40,8 +41,6 @@ REDACTED = "***"
 CONNECT_FAILED = "Client failed to connect: "
 """fastmcp's prefix of a connection failure (sometimes twice)."""
 CHAIN_DEPTH = 8
-GARBAGE_CHARS = 120
-"""How much of a line that is not an MCP message an error quotes."""
 SECRET_CHARS = 4
 """Values shorter than this are not redacted (they would blank out ordinary words)."""
 
@@ -63,36 +62,6 @@ def _is_http_error(exc: BaseException) -> bool:
     return type(exc).__module__.split(".")[0].startswith("httpx")
 
 
-class StdoutWatch(MessageHandler):
-    """Counts the lines the wrapped server wrote to stdout that are not MCP messages (a banner,
-    a print, a traceback), so that the error of the call they broke can say so."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.last = ""
-
-    async def on_exception(self, message: Exception) -> None:
-        self.count += 1
-        text = str(message)
-        start = text.find("input_value=")
-        if start >= 0:  # pydantic's JSON error quotes the line (shortened) there
-            text = text[start + len("input_value=") :].split(", input_type=")[0]
-        self.last = text[:GARBAGE_CHARS]
-
-    def describe(self) -> str:
-        if not self.count:
-            return ""
-        lines = (
-            "a line to stdout that is not an MCP message"
-            if self.count == 1
-            else f"{self.count:,} lines to stdout that are not MCP messages"
-        )
-        return (
-            f" It wrote {lines} (the last: {self.last}); a stdio server must write its logs "
-            "to stderr."
-        )
-
-
 class BackendErrors(Middleware):
     """The wrapped server's failures as errors naming it: a tool call gets a tool error (an
     `isError` result the model can read), any other request a JSON-RPC error."""
@@ -105,12 +74,15 @@ class BackendErrors(Middleware):
         more_tool: str = "more",
         stdout: StdoutWatch | None = None,
         on_timeout: Callable[[], Awaitable[None]] | None = None,
+        on_failure: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.name = backend.name
         self.timeout = timeout
         self.more_tool = more_tool
         self.stdout = stdout or StdoutWatch()
         self.on_timeout = on_timeout
+        self.on_failure = on_failure
+        """Called after a failure that is not an MCP error (HTTP: drop the session)."""
         secrets = backend.secrets
         self.secrets = sorted({s for s in secrets if len(s) >= SECRET_CHARS}, key=len, reverse=True)
 
@@ -153,14 +125,17 @@ class BackendErrors(Middleware):
         return isinstance(exc, TimeoutError) or "timed out" in str(exc).lower()
 
     async def fail(self, exc: Exception, what: str) -> str:
-        """Log `exc` (the wrapped server's failure during `what`), restart a server that hung,
-        and return the message for the client."""
+        """Log `exc` (the wrapped server's failure during `what`), restart a server that hung
+        (drop a session that failed), and return the message for the client."""
         message = self.describe(exc)
         self.stdout.count = 0  # reported once
         logger.warning("%s: %s", what, message)
         if self.on_timeout is not None and self.timed_out(exc):
             with anyio.CancelScope(shield=True):
                 await self.on_timeout()
+        elif self.on_failure is not None and not isinstance(exc, MCPError):
+            with anyio.CancelScope(shield=True):
+                await self.on_failure()
         return message
 
     async def on_call_tool(
@@ -257,16 +232,9 @@ def build_guard(
     `timeout` bounds each request to the wrapped server and `startup_timeout` its start and
     handshake; past either the caller gets an error naming the server.
     """
-    transport: Any = backend.transport()
-    stdout = StdoutWatch()
-    client: ProxyClient[Any] = ProxyClient(
-        transport,
-        timeout=timeout,
-        init_timeout=startup_timeout,
-        message_handler=stdout,
-        # The front's HTTP headers (its own credentials) are never sent on.
-        forward_incoming_headers=False,
-    )
+    changes = ListChanges()
+    stdout = StdoutWatch(on_change=changes.relay)
+    upstream = Upstream(backend, timeout=timeout, startup_timeout=startup_timeout, stdout=stdout)
 
     @asynccontextmanager
     async def lifespan(_server: FastMCP[Any]) -> AsyncIterator[dict[str, Any]]:
@@ -275,10 +243,10 @@ def build_guard(
         finally:
             # The wrapped process ends with the guard, whatever ended the guard.
             with anyio.CancelScope(shield=True):
-                await transport.close()
+                await upstream.close()
 
-    guard = create_proxy(
-        client,
+    guard = FastMCPProxy(
+        client_factory=upstream.factory,
         name=f"ragbudget guard: {backend.name}",
         lifespan=lifespan,
         provider_error_strategy="raise",
@@ -297,10 +265,16 @@ def build_guard(
         timeout=timeout,
         more_tool=budget.more_tool,
         stdout=stdout,
-        # A stdio server that hung is stopped; the next call starts it again.
-        on_timeout=transport.disconnect if backend.url is None else None,
+        # A stdio server that hung is stopped; the next call starts it again. An HTTP
+        # session that failed is dropped; the next call opens another.
+        on_timeout=upstream.reset if backend.url is None else None,
+        on_failure=upstream.reset if backend.url is not None else None,
     )
     guard.middleware.insert(0, errors)
+    changes.provider = next(
+        m.provider for m in guard.middleware if isinstance(m, ProxyMetadataMiddleware)
+    )
+    guard.add_middleware(changes)
     guard.add_middleware(budget)
     guard.add_middleware(PagingNote(budget))
     return guard

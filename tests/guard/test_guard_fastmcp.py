@@ -1,0 +1,41 @@
+"""The private parts of fastmcp the guard relies on, checked so that a fastmcp upgrade that
+changes them fails here, loudly and by name, rather than as a guard that quietly misbehaves."""
+
+from __future__ import annotations
+
+import inspect
+
+from fastmcp.server.providers.proxy import ProxyMetadataMiddleware, ProxyProvider
+from ragbudget_server.guard.proxy import StartTolerantMetadata
+from ragbudget_server.guard.upstream import CACHES
+
+
+def test_the_metadata_read_the_guard_overrides_is_still_there() -> None:
+    # No public hook: `on_initialize` reads the wrapped server after the guard's own answer is
+    # made, so only the read itself can tolerate a wrapped server that does not start.
+    method = getattr(ProxyMetadataMiddleware, "_read_upstream", None)
+    assert method is not None and inspect.iscoroutinefunction(method), (
+        "fastmcp no longer has ProxyMetadataMiddleware._read_upstream(client, context): "
+        "update StartTolerantMetadata in ragbudget_server/guard/proxy.py, or the guard will "
+        "not start when the wrapped server does not"
+    )
+    assert list(inspect.signature(method).parameters) == ["self", "client", "context"], (
+        "ProxyMetadataMiddleware._read_upstream changed its parameters: update "
+        "StartTolerantMetadata in ragbudget_server/guard/proxy.py"
+    )
+    source = inspect.getsource(ProxyMetadataMiddleware.on_initialize)
+    assert "self._read_upstream(" in source, (
+        "ProxyMetadataMiddleware.on_initialize no longer calls _read_upstream: "
+        "StartTolerantMetadata in ragbudget_server/guard/proxy.py overrides nothing"
+    )
+    assert StartTolerantMetadata._read_upstream is not ProxyMetadataMiddleware._read_upstream
+
+
+def test_the_proxy_caches_the_guard_drops_are_still_there() -> None:
+    provider = ProxyProvider(lambda: None)  # type: ignore[arg-type,return-value]
+    for kind, names in CACHES.items():
+        for name in names:
+            assert hasattr(provider, name), (
+                f"fastmcp's ProxyProvider no longer has {name}: ListChanges in "
+                f"ragbudget_server/guard/upstream.py cannot drop the cached {kind} list"
+            )
