@@ -80,7 +80,7 @@ async def test_truncated_search_warns_and_continues_at_the_offset(
         assert page.next_offset is not None
         (text,) = text_blocks(first)
         assert exact_counter.count(text) <= 900
-        assert f"offset={page.next_offset}" in text, "the model must see how to continue"
+        assert f'cursor="{page.next_cursor}"' in text, "the model must see how to continue"
         assert any(m.level == "warning" and "truncated" in str(m.data) for m in logs), logs
 
         second = await client.call_tool_mcp(

@@ -27,6 +27,7 @@ from ragbudget_server.store.models import (
     StoreStats,
 )
 from ragbudget_server.store.pages import page_line, page_starts, span_pages
+from ragbudget_server.store.paging import search_page
 from ragbudget_server.store.paths import user_path
 from ragbudget_server.store.reading import budget_read, rebuild_text
 from ragbudget_server.store.remote import (
@@ -35,8 +36,7 @@ from ragbudget_server.store.remote import (
     guarded,
     server_errors,
 )
-from ragbudget_server.store.search import Hit, Rendering, fetch_ranked
-from ragbudget_server.store.selection import respond
+from ragbudget_server.store.search import Rendering
 
 __all__ = ["DEFAULT_PATH", "DocumentStore"]
 
@@ -220,14 +220,19 @@ class DocumentStore:
         _check_int("max_file_bytes", max_file_bytes, 1, 1 << 31)
         _check_int("batch_size", batch_size, 1, 5000)
         _check_int("max_document_bytes", max_document_bytes, 1, 1 << 40)
+        wrote = True  # until the report says otherwise: a failed ingest may have written
         try:
-            return _ingest.ingest_files(
+            report = _ingest.ingest_files(
                 self._backend, roots, chunk_tokens=chunk_tokens, overlap=overlap, prune=prune,
                 on_progress=on_progress, max_file_bytes=max_file_bytes, batch_size=batch_size,
                 refuse=refuse, max_document_bytes=max_document_bytes,
             )  # fmt: skip
+            wrote = bool(report.chunks_added or report.chunks_deleted or report.sources_pruned)
+            return report
         finally:
             self._sources = None  # the documents stored may have changed
+            if wrote and self._backend.open(create=False) is not None:
+                self._backend.bump_version()  # search cursors see the store changed
 
     # -- search and read ------------------------------------------------------------------------
 
@@ -248,6 +253,7 @@ class DocumentStore:
         offset_hint: str = "offset={offset}",
         evidence: bool = True,
         max_per_source: int | None = None,
+        cursor: str | None = None,
     ) -> SearchResponse:
         """The best-ranked chunks for `query` whose rendered response fits `max_tokens`.
 
@@ -263,6 +269,12 @@ class DocumentStore:
         it should show, each gets a fair share and a long one shows its lines that best match
         the query (see `ragbudget_server.store.selection`); False: the plain ranked prefix of whole
         chunks. `max_per_source` caps the results per file (with `evidence`).
+
+        A page with more to show gives a `next_cursor`: pass it as `cursor` (same query and
+        filters) to continue the ranking the first page made, which no later page repeats or
+        skips, even when the store changes meanwhile (the page then says so). A cursor lasts
+        an hour (`ragbudget_server.store.cursor`). `offset` pages are exact while the store does
+        not change: each search ranks every matching chunk the same way.
         """
         if not isinstance(query, str) or not query.strip():
             msg = f"query must be a non-empty string, got {shown(query)}"
@@ -277,24 +289,11 @@ class DocumentStore:
         tc = self._backend.counter if counter is None else get_counter(counter)
         where = self._where(file_type, directory)
         collection = self._backend.require()
-        total = self._total(collection, where)
-        if offset and offset >= total:
-            msg = f"offset {offset} is past the end: {total} results match"
-            raise StoreError(msg)
-        hits: list[Hit] = []
-        n = min(offset + limit, total)
-        if n > offset:
-            ranked = self._ranked(collection, query, n, where)
-            hits = fetch_ranked(
-                ranked[offset:],
-                functools.partial(self._records, collection),
-                max_tokens=max_tokens,
-                concise=bool(concise) or bool(evidence),
-            )
-        return respond(
-            hits, query=query, offset=offset, total_count=total, max_tokens=max_tokens,
-            counter=tc, concise=bool(concise), rendering=rendering, evidence=bool(evidence),
-            max_per_source=max_per_source,
+        return search_page(
+            self._backend, query=query, where=where, offset=offset, cursor=cursor, limit=limit,
+            total=functools.partial(self._total, collection, where), max_tokens=max_tokens,
+            counter=tc, rendering=rendering, records=functools.partial(self._records, collection),
+            concise=bool(concise), evidence=bool(evidence), max_per_source=max_per_source,
         )  # fmt: skip
 
     @staticmethod
