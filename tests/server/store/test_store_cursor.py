@@ -86,9 +86,9 @@ def _matching(store: DocumentStore, where: dict[str, Any] | None = None) -> set[
 
 _SHAPES = [
     {"limit": 1000, "max_tokens": 1_000_000, "evidence": False},
-    {"limit": 400, "max_tokens": 20_000, "evidence": True},
-    {"limit": 1000, "max_tokens": 60_000, "evidence": False, "format": "json"},
-    {"limit": 300, "max_tokens": 8_000, "evidence": True, "max_per_source": 3},
+    {"limit": 1000, "max_tokens": 60_000, "evidence": True},
+    {"limit": 700, "max_tokens": 30_000, "evidence": False, "format": "json"},
+    {"limit": 1000, "max_tokens": 100_000, "evidence": True, "max_per_source": 40},
 ]
 
 

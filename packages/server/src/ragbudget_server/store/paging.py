@@ -14,12 +14,12 @@ that reaches them (`gone_ids`).
 from __future__ import annotations
 
 import json
-import math
 import re
 import time
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 from ragbudget.counters import TokenCounter
 
 from ragbudget_server.store import cursor as cursors
@@ -54,17 +54,15 @@ def rank_all(
     if len(pairs) < total:
         matching = collection.get(where=where, include=[])["ids"]
         missing = [i for i in matching if i not in pairs]
+        query = np.asarray(embedding, dtype=np.float64)
         for at in range(0, len(missing), _BATCH):
             got = collection.get(ids=missing[at : at + _BATCH], include=["embeddings"])
-            for id_, vector in zip(got["ids"], got["embeddings"], strict=True):
-                pairs[id_] = _cosine_distance(embedding, [float(x) for x in vector])
+            vectors = np.asarray(got["embeddings"], dtype=np.float64)
+            norms = np.linalg.norm(vectors, axis=1) * (np.linalg.norm(query) or 1.0)
+            cosine = (vectors @ query) / np.where(norms == 0, 1.0, norms)
+            pairs.update(zip(got["ids"], (1.0 - cosine).tolist(), strict=True))
     ranked = sorted(pairs.items(), key=lambda pair: (pair[1], pair[0]))
     return [i for i, _ in ranked], [d for _, d in ranked]
-
-
-def _cosine_distance(a: list[float], b: list[float]) -> float:
-    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
-    return 1.0 - (sum(x * y for x, y in zip(a, b, strict=True)) / norm if norm else 0.0)
 
 
 def search_page(
