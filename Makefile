@@ -15,8 +15,9 @@ demo: bootstrap
 	$(RUN) python examples/demo.py
 	$(RUN) python examples/mcp_demo.py
 
+# Two workers (2-core CI), each test file on one worker: its module fixtures start once.
 test: bootstrap
-	$(RUN) pytest -q -p no:cacheprovider
+	$(RUN) pytest -q -p no:cacheprovider -n 2 --dist loadfile
 
 lint: bootstrap
 	$(RUN) ruff format --check .

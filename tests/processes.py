@@ -30,7 +30,7 @@ def free_port() -> int:
         return port
 
 
-def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
+def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 120.0) -> None:
     """Return once `proc` listens on 127.0.0.1:`port`; fail the test if it exits or stalls."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

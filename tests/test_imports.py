@@ -104,6 +104,7 @@ def _python(code: str) -> subprocess.CompletedProcess[str]:
 HEAVY = ("chromadb", "fastmcp", "typer", "tiktoken", "tokenizers", "semantic_text_splitter")
 
 
+@pytest.mark.process
 def test_the_core_and_fit_load_nothing_heavy() -> None:
     """`import ragbudget` and a `fit()` with the default counter load none of the application's
     or the extras' packages (the estimate is the standard library's)."""
@@ -117,6 +118,7 @@ def test_the_core_and_fit_load_nothing_heavy() -> None:
     assert done.stdout.strip() == "[]"
 
 
+@pytest.mark.process
 def test_the_middleware_without_fastmcp_names_its_install_line() -> None:
     """Without fastmcp, `import ragbudget.middleware` is one ImportError naming the extra."""
     done = _python(

@@ -127,7 +127,9 @@ def _check(chunks: list[Chunk], result: Any, budget: int, tc: TokenCounter, **kw
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(
     chunks=chunk_lists(),

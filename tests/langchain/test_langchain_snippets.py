@@ -44,7 +44,9 @@ def _accounted(kept: list[Document], dropped: list[str]) -> list[str]:
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(
     budget=st.integers(30, 2500),

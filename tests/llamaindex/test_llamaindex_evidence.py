@@ -76,7 +76,9 @@ def _accounted(out: list[NodeWithScore], dropped: list[str]) -> list[str]:
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(
     budget=st.integers(0, 2500),
@@ -238,7 +240,9 @@ def split_nodes(draw: st.DrawFn) -> tuple[dict[str, str], list[NodeWithScore]]:
 
 
 @settings(
-    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=80,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(
     case=split_nodes(),

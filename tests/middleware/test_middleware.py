@@ -73,6 +73,7 @@ async def test_pages_of_a_text_end_on_line_boundaries(
     assert "".join([texts(result)[0], *bodies]) == UNICODE
 
 
+@pytest.mark.slow
 async def test_a_lone_line_over_the_budget_is_cut_at_a_word(
     client: Client[Any], exact_counter: TokenCounter
 ) -> None:

@@ -17,6 +17,8 @@ from ragbudget.limits import Walls
 from third_party_server import ITEMS, LOG, UNICODE
 from walls_check import over, read_all
 
+pytestmark = pytest.mark.process
+
 BUDGET = 6000
 SCRIPT = Path(__file__).with_name("third_party_server.py")
 

@@ -73,6 +73,7 @@ def _walk(middleware: TokenBudgetMiddleware, first: ToolResult, counter: TokenCo
     return bodies
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(value=RESULTS, budget=BUDGETS)
 def test_json_results(value: Any, budget: int, exact_counter: TokenCounter) -> None:

@@ -46,7 +46,11 @@ async def _client(
                 yield client
 
 
-@pytest.mark.parametrize("transport", ["memory", "stdio", "http"])
+@pytest.mark.parametrize(
+    "transport",
+    ["memory", pytest.param("stdio", marks=pytest.mark.process),
+     pytest.param("http", marks=pytest.mark.process)],
+)  # fmt: skip
 async def test_pages_fit_validate_and_continue_without_repeats_or_gaps(
     transport: str, shared_store: DocumentStore, store_dir: Path, exact_counter: TokenCounter
 ) -> None:

@@ -15,6 +15,8 @@ from processes import server_env
 from ragbudget import TokenCounter
 from ragbudget_server.store import DocumentStore, SearchResponse
 
+pytestmark = pytest.mark.process
+
 TOKEN = "test-token-0123456789"
 
 
@@ -34,14 +36,14 @@ def test_requests_without_the_bearer_token_are_refused(
     headers = dict(HEADERS)
     if authorization is not None:
         headers["Authorization"] = authorization
-    response = httpx.post(http_url, json=INITIALIZE, headers=headers, timeout=10)
+    response = httpx.post(http_url, json=INITIALIZE, headers=headers, timeout=60)
     assert response.status_code == 401
     assert "jsonrpc" not in response.text or "result" not in response.json()
 
 
 def test_the_right_token_is_let_in(http_url: str) -> None:
     headers = {**HEADERS, "Authorization": f"Bearer {TOKEN}"}
-    response = httpx.post(http_url, json=INITIALIZE, headers=headers, timeout=10)
+    response = httpx.post(http_url, json=INITIALIZE, headers=headers, timeout=60)
     assert response.status_code == 200
 
 

@@ -18,6 +18,8 @@ from processes import server_env
 from ragbudget._shown import shown
 from ragbudget_server.store import DocumentStore
 
+pytestmark = pytest.mark.process
+
 TOKEN = "sec-token-9876543210"
 
 
@@ -30,7 +32,7 @@ class Served:
 
     def post(self, **headers: str) -> httpx.Response:
         merged = {**HEADERS, **{k.replace("_", "-"): v for k, v in headers.items()}}
-        return httpx.post(self.url, json=INITIALIZE, headers=merged, timeout=10)
+        return httpx.post(self.url, json=INITIALIZE, headers=merged, timeout=60)
 
     def stderr(self) -> str:
         return self.log.read_text(errors="replace")

@@ -7,11 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from processes import server_env
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 
+@pytest.mark.process
 def test_mcp_demo_runs_offline_and_shows_truncation_and_paging() -> None:
     done = subprocess.run(
         [sys.executable, str(EXAMPLES / "mcp_demo.py")],

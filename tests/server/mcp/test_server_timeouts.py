@@ -46,6 +46,7 @@ async def test_in_memory_server_answers_and_reports_the_timeout(silent_server: s
         await _check(client, silent_server, 0.3)
 
 
+@pytest.mark.process
 async def test_serve_over_stdio_answers_and_reports_the_timeout(
     silent_server: str, tmp_path: Path
 ) -> None:

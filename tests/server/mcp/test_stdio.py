@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 from mcp_helpers import (
@@ -19,6 +20,8 @@ from mcp_helpers import (
 from processes import server_env
 from ragbudget import TokenCounter
 from ragbudget_server.store import DocumentStore, SearchResponse
+
+pytestmark = pytest.mark.process
 
 
 async def test_real_client_over_stdio(

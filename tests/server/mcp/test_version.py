@@ -5,12 +5,15 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 from mcp_helpers import serve_command
 from processes import server_env
 from ragbudget_server import __version__
 from ragbudget_server.store import DocumentStore
+
+pytestmark = pytest.mark.process
 
 
 def test_version_option() -> None:

@@ -53,7 +53,7 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         env=env,
     )
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120  # servers took up to 27 s to start at load 8
         while not _heartbeat(port):
             if proc.poll() is not None or time.monotonic() > deadline:
                 pytest.fail(f"chroma run did not start (exit {proc.poll()}); see {log.name}")

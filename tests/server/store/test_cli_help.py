@@ -82,7 +82,7 @@ def test_help_shows_every_default_and_environment_variable(command: str | None) 
 
 
 def test_the_command_list_has_every_command() -> None:
-    assert set(COMMANDS) == {"ingest", "search", "read", "stats", "serve"}
+    assert set(COMMANDS) == {"ingest", "search", "read", "stats", "serve", "guard"}
 
 
 def test_shown_file_size_cap_is_the_stores() -> None:

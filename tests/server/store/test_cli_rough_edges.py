@@ -33,6 +33,7 @@ def _python(code: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.process
 def test_console_script_without_the_cli_extra_prints_one_line() -> None:
     done = _python(BLOCK_CLI_EXTRA.replace("ARGV0", repr("/usr/local/bin/ragbudget")))
     assert done.returncode == 1 and done.stdout == ""
@@ -42,6 +43,7 @@ def test_console_script_without_the_cli_extra_prints_one_line() -> None:
     )
 
 
+@pytest.mark.process
 def test_importing_the_cli_without_the_extra_is_one_import_error() -> None:
     done = _python(BLOCK_CLI_EXTRA.replace("ARGV0", repr("-c")))
     assert done.returncode == 1
@@ -52,6 +54,7 @@ def test_importing_the_cli_without_the_extra_is_one_import_error() -> None:
     )
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     ("args", "message", "code"),
     [
@@ -111,6 +114,7 @@ main()
 """
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("args", [["search", "query"], ["read", "a.py"], ["stats"]])
 def test_a_folder_without_a_store_is_an_error_before_chroma_loads(
     tmp_path: Path, args: list[str]

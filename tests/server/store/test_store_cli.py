@@ -117,6 +117,7 @@ def test_errors_are_one_line_on_stderr(
     assert "Traceback" not in result.output and result.stdout == ""
 
 
+@pytest.mark.process
 def test_console_script_runs(db: Path, tmp_path: Path) -> None:
     exe = Path(sys.executable).with_name("ragbudget")
     env = {**os.environ, "RAGBUDGET_DB": str(db)}

@@ -16,48 +16,63 @@ from ragbudget_server.store import DocumentStore
 
 Snapshot = Callable[[DocumentStore], dict[str, tuple[Any, ...]]]
 
-# The child announces each Chroma write and then pauses inside the write sequence, so the
-# parent's SIGKILL lands between two writes of one batch: the worst moment.
-CHILD = """
-import sys, time
+pytestmark = pytest.mark.process
+
+WRITES = ("add", "update", "delete")
+
+# The child announces each Chroma write and then waits inside the write sequence until the
+# parent answers (a line on stdin: go on), so the parent's SIGKILL lands between two writes of
+# one batch, the worst moment, and exactly after the write it chose, however loaded the machine.
+CHILD = f"""
+import sys
 from chromadb.api.models.Collection import Collection
 from ragbudget_server.store import DocumentStore
+
+WRITES = {WRITES!r}
 
 def announce(name, real):
     def wrapper(self, *args, **kwargs):
         result = real(self, *args, **kwargs)
         print(name, flush=True)
-        time.sleep(float(sys.argv[3]))
+        if sys.argv[3] == "wait" and not sys.stdin.readline():
+            raise SystemExit("the test closed stdin")
         return result
     return wrapper
 
-for name in ("add", "update", "delete"):
+for name in WRITES:
     setattr(Collection, name, announce(name, getattr(Collection, name)))
 DocumentStore(path=sys.argv[1]).ingest([sys.argv[2]], batch_size=7)
 print("finished", flush=True)
 """
 
-
 FILES = ("utils.py", "charset.py", "parser.py", "header.py", "feedparser.py", "base64mime.py")
 
 
 def _run_child(db: Path, corpus: Path, *, kill_after: tuple[str, int] | None) -> int:
-    pause = "0.5" if kill_after else "0"
     child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(db), str(corpus), pause],
+        [sys.executable, "-c", CHILD, str(db), str(corpus), "wait" if kill_after else "run"],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
-    assert child.stdout is not None
+    assert child.stdin is not None and child.stdout is not None
     seen = 0
     for line in child.stdout:
-        if kill_after and line.strip() == kill_after[0]:
+        write = line.strip()
+        if not kill_after or write not in WRITES:
+            continue
+        if write == kill_after[0]:
             seen += 1
             if seen == kill_after[1]:
-                child.send_signal(signal.SIGKILL)
+                child.send_signal(signal.SIGKILL)  # the child is waiting: nothing else written
                 break
-    return child.wait(timeout=300)
+        child.stdin.write("\n")  # go on
+        child.stdin.flush()
+    code = child.wait(timeout=120)
+    child.stdin.close()
+    child.stdout.close()
+    return code
 
 
 def _edit(corpus: Path) -> None:

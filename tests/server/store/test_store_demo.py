@@ -11,6 +11,7 @@ import pytest
 EXAMPLES = Path(__file__).parents[3] / "examples"
 
 
+@pytest.mark.process
 def test_store_demo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     demo = runpy.run_path(str(EXAMPLES / "demo.py"))
     shown = demo["main"](tmp_path / "db", packages=("json",))

@@ -138,6 +138,7 @@ def test_converted_text_is_held_to_the_text_cap() -> None:
         convert(Path("long.pdf"), pdf_bytes(["word " * 400] * 3), Limits(max_text_chars=1000))
 
 
+@pytest.mark.process
 def test_readers_load_only_when_a_document_is_met() -> None:
     code = (
         "import sys, ragbudget_server.store.ingest, ragbudget_server.store.files\n"

@@ -18,6 +18,8 @@ from ragbudget_server.store.lock import LOCK_NAME, writer_lock
 
 fastmcp = pytest.importorskip("fastmcp")
 
+pytestmark = pytest.mark.process
+
 RAGBUDGET = Path(sys.executable).with_name("ragbudget")
 ZOO = 'def zebra_handler():\n    """zebra quokka pangolin handler"""\n    return 42\n'
 SEA = 'def walrus_handler():\n    """walrus narwhal octopus handler"""\n    return 7\n'
@@ -30,10 +32,11 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _ingest(where: list[str], *paths: Path, prune: bool = False) -> None:
-    args = [str(RAGBUDGET), "ingest", *map(str, paths), *where] + (["--prune"] if prune else [])
-    done = subprocess.run(args, capture_output=True, text=True, env=_env(), timeout=300)
-    assert done.returncode == 0, done.stderr
+def _ingest(where: dict[str, Any], *paths: Path, prune: bool = False) -> None:
+    """An ingest by this process (not the server's): opened, written and closed."""
+    with DocumentStore(**where) as store:
+        report = store.ingest(list(paths), prune=prune)
+    assert not report.errors, report.errors
 
 
 async def _search(client: Any, query: str) -> SearchResponse:
@@ -52,14 +55,16 @@ async def test_a_running_server_answers_from_what_another_process_wrote(
     docs.mkdir()
     shutil.copy(stdlib / "json" / "decoder.py", docs / "decoder.py")
     if backend == "server":
-        url = request.getfixturevalue("chroma_server")
-        where = ["--server", url, "--collection", f"live-{os.getpid()}"]
+        url, collection = request.getfixturevalue("chroma_server"), f"live-{os.getpid()}"
+        where: dict[str, Any] = {"server": url, "path": None, "collection": collection}
+        serve = ["--server", url, "--collection", collection]
     else:
-        where = ["--db", str(tmp_path / "db")]
+        where = {"path": tmp_path / "db"}
+        serve = ["--db", str(tmp_path / "db")]
     _ingest(where, docs)
     transport = StdioTransport(
         command=str(RAGBUDGET),
-        args=["serve", *where],
+        args=["serve", *serve],
         env=_env(),
         keep_alive=False,
         log_file=tmp_path / "serve.log",
@@ -69,7 +74,7 @@ async def test_a_running_server_answers_from_what_another_process_wrote(
         before = await _search(client, "zebra quokka pangolin")
         assert all("zebra" not in r.text for r in before.results)
 
-        zoo.write_text(ZOO)  # another process adds a file
+        zoo.write_text(ZOO)  # another process (this one) adds a file
         _ingest(where, docs)
         added = await _search(client, "zebra quokka pangolin")
         assert added.results[0].source == zoo.as_posix() and "zebra" in added.results[0].text
@@ -110,7 +115,7 @@ def test_two_concurrent_ingests_end_as_one_clean_ingest(
         )
         for _ in range(2)
     ]
-    outputs = [proc.communicate(timeout=600) for proc in procs]
+    outputs = [proc.communicate(timeout=150) for proc in procs]
     assert [proc.returncode for proc in procs] == [0, 0], outputs
     with DocumentStore(path=db) as store:
         got = snapshot(store)
@@ -131,7 +136,7 @@ def test_a_second_ingest_waits_for_the_first(tmp_path: Path, corpus: Path) -> No
         line = proc.stderr.readline()  # blocks until the ingest says it waits
         assert f"another ingest (pid {os.getpid()}) is writing the store at {db}" in line
         assert "waiting for it to finish" in line and proc.poll() is None
-    _out, err = proc.communicate(timeout=300)
+    _out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     with DocumentStore(path=db) as store:
         assert store.stats().documents == 5

@@ -43,7 +43,9 @@ def _page_all(
 
 
 @settings(
-    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=8,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(budget=st.integers(min_value=300, max_value=3000))
 def test_parts_join_back_to_the_document(

@@ -27,6 +27,7 @@ if not AS_ROOT:
     AS_NOBODY = []
 
 pytestmark = [
+    pytest.mark.process,
     pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions"),
     pytest.mark.skipif(AS_ROOT and SETPRIV is None, reason="root, and no setpriv to drop it"),
 ]
@@ -51,6 +52,7 @@ def listing(folder: Path) -> Listing:
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """`ragbudget ARGS` in a new process (as `nobody` when the suite runs as root)."""
     env = {**os.environ, "ANONYMIZED_TELEMETRY": "False", "HOME": str(cwd), "COLUMNS": "40"}
+    env["TMPDIR"] = str(_private_tmp(cwd))  # its snapshots, apart from any other run's
     for name in ("RAGBUDGET_DB", "RAGBUDGET_SERVER", "RAGBUDGET_COLLECTION"):
         env.pop(name, None)
     return subprocess.run(
@@ -62,6 +64,15 @@ def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         timeout=120,
         check=False,
     )
+
+
+def _private_tmp(place: Path) -> Path:
+    """The temporary folder of the processes a test starts in `place`, writable by them."""
+    tmp = place / "tmp"
+    if not tmp.exists():
+        tmp.mkdir()
+        tmp.chmod(0o1777)
+    return tmp
 
 
 @pytest.fixture
@@ -192,7 +203,7 @@ def test_a_read_only_store_can_be_searched_and_read(place: Path, built: Path, mo
     refused = run("ingest", str(place), "--db", str(db), cwd=place)
     _one_line_error(refused, f"the store at {db} is read-only: ingest needs write access to it")
     assert listing(db) == before
-    assert not list(Path(tempfile.gettempdir()).glob("ragbudget-readonly-*/store/chroma.sqlite3"))
+    assert list(_private_tmp(place).iterdir()) == []  # the snapshot went when they ended
 
 
 def test_reading_a_writable_store_changes_no_content(place: Path, built: Path) -> None:

@@ -23,7 +23,9 @@ QUERIES = [
     "déjà vu 日本語",
 ]
 _fixtures = settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 
 
@@ -282,6 +284,7 @@ def nasty_store(tmp_path_factory: pytest.TempPathFactory) -> DocumentStore:
     return store
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(
     max_tokens=st.integers(min_value=500, max_value=7000),

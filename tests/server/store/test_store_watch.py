@@ -8,12 +8,9 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
-import time
 from collections.abc import Callable
-from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -22,24 +19,44 @@ from ragbudget_server.store import DocumentStore, StoreError
 from ragbudget_server.store.watch import watch
 
 RAGBUDGET = Path(sys.executable).with_name("ragbudget")
-COPIES = 100
-"""Files one change adds: a sync of them writes several batches, so a kill lands mid-sync."""
+COPIES = 40
+"""Files one change adds: their chunks fill more than one of the ingest's batches (256)."""
 Snapshot = Callable[[DocumentStore], dict[str, tuple[Any, ...]]]
 
+# `ragbudget ingest --watch`, as the console script runs it, except that each Chroma add says
+# "added" on stderr and then waits for a line on stdin. The test lets every add through until
+# the copies' sync has written its first batch, and kills the watch there: mid-sync, whatever
+# the machine's load.
+WATCH = """
+import sys
+from chromadb.api.models.Collection import Collection
+from ragbudget_server.cli import main
 
-def _copies_written(db: Path) -> bool:
-    """Whether Chroma's database holds a chunk of a copy yet (read-only; a locked or not yet
-    created database reads as no). The size of the file is no sign: pruning writes first."""
-    try:
-        with closing(sqlite3.connect(f"file:{db / 'chroma.sqlite3'}?mode=ro", uri=True)) as con:
-            row = con.execute(
-                "SELECT 1 FROM embedding_metadata WHERE key = 'source' AND string_value LIKE ?"
-                " LIMIT 1",
-                ("%/copy_%",),
-            ).fetchone()
-    except sqlite3.Error:
-        return False
-    return row is not None
+real_add = Collection.add
+
+def add(self, *args, **kwargs):
+    result = real_add(self, *args, **kwargs)
+    print("added", file=sys.stderr, flush=True)
+    if not sys.stdin.readline():
+        raise SystemExit("the test closed stdin")
+    return result
+
+Collection.add = add
+sys.argv = ["ragbudget", *sys.argv[1:]]
+sys.exit(main())
+"""
+
+
+def _next_line(proc: subprocess.Popen[str], prefix: str, *, let_adds_through: bool = True) -> str:
+    """The watch's next stderr line that starts with `prefix`; adds on the way go on."""
+    assert proc.stdin is not None and proc.stderr is not None
+    while line := proc.stderr.readline():
+        if line.startswith(prefix):
+            return line
+        if line == "added\n" and let_adds_through:
+            proc.stdin.write("\n")
+            proc.stdin.flush()
+    pytest.fail(f"the watch ended (exit {proc.wait()}) before a line starting {prefix!r}")
 
 
 def test_watch_without_watchfiles_says_what_to_install(
@@ -51,6 +68,7 @@ def test_watch_without_watchfiles_says_what_to_install(
         watch(store, [tmp_path], on_sync=print)
 
 
+@pytest.mark.process
 def test_watch_syncs_and_a_killed_sync_ends_as_a_clean_ingest(
     tmp_path: Path, corpus: Path, snapshot: Snapshot
 ) -> None:
@@ -59,37 +77,37 @@ def test_watch_syncs_and_a_killed_sync_ends_as_a_clean_ingest(
     env = {**os.environ, "ANONYMIZED_TELEMETRY": "False", "PYTHONUNBUFFERED": "1"}
     args = [str(RAGBUDGET), "ingest", str(corpus), "--db", str(db), "--prune"]
     proc = subprocess.Popen(
-        [*args, "--watch"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env
+        [sys.executable, "-c", WATCH, *args[1:], "--watch"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
     )
-    assert proc.stderr is not None
     try:
-        while not proc.stderr.readline().startswith("watching "):
-            assert proc.poll() is None, "the watch stopped"
+        _next_line(proc, "watching ")
         (corpus / "zoo.py").write_text("def zebra():\n    return 'quokka'\n")
-        while not (line := proc.stderr.readline()).startswith("synced: "):
-            assert proc.poll() is None, "the watch stopped"
-        assert line.startswith("synced: 1 ingested")
+        assert _next_line(proc, "synced: ").startswith("synced: 1 ingested")
         with DocumentStore(path=db) as store:
             assert (corpus / "zoo.py").as_posix() in store.sources()
-        # A change large enough that its sync takes a while, and a kill once it has begun.
+        # A change whose sync writes several batches, and a kill once the first is written.
         (corpus / "scanner.py").unlink()
         source = (corpus / "decoder.py").read_text()
         for i in range(COPIES):
             (corpus / f"copy_{i:03}.py").write_text(f"# copy {i}\n{source}")
-        while not (line := proc.stderr.readline()).startswith("syncing "):
-            assert proc.poll() is None, "the watch stopped"
-        deadline = time.monotonic() + 120
-        while not _copies_written(db) and time.monotonic() < deadline:
-            time.sleep(0.05)  # until the sync's first batch of copies is written
-        assert proc.poll() is None, "the sync ended before the kill"
+        _next_line(proc, "syncing ")
+        _next_line(proc, "added", let_adds_through=False)  # the watch waits after its write
         proc.send_signal(signal.SIGKILL)
     finally:
         proc.kill()
         proc.wait()
+        for pipe in (proc.stdin, proc.stderr):
+            if pipe is not None:
+                pipe.close()
     with DocumentStore(path=db) as store:  # the kill landed mid-sync: some copies, not all
         copies = [s for s in store.sources() if "/copy_" in s]
     assert 0 < len(copies) < COPIES, len(copies)
-    done = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
+    done = subprocess.run(args, capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     clean = tmp_path / "clean"
     with DocumentStore(path=clean) as store:

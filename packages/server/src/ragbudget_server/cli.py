@@ -355,12 +355,14 @@ def stats(
 
 
 def _register_extras() -> None:
-    """Commands other parts of ragbudget add when their extra is installed (`serve`)."""
+    """Commands other parts of ragbudget add when their extra is installed (`serve`, `guard`)."""
     try:
+        from ragbudget_server.guard.command import register as register_guard
         from ragbudget_server.mcp.command import register
     except ImportError:  # the mcp extra is not installed
         return
     register(app)
+    register_guard(app)
 
 
 _register_extras()
