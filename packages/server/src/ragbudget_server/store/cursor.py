@@ -1,11 +1,22 @@
 """Search cursors: the ranking a search's first page fixed, kept where every process reads it.
 
-A search that has more to show ranks every matching chunk once (`paging.rank_all`) and keeps
-that ranking as a snapshot: the query, the filters, the store's version and the ranked
-`(id, distance)` pairs. Its continuation is a cursor, `<snapshot>.<rank>`, that later pages
-read from instead of asking Chroma again, so a walk can neither repeat nor skip a chunk: not
-when Chroma's approximate (HNSW) search answers differently for a longer list, not where
-scores tie, not when another process ingests between pages (the page then says so).
+A search keeps its ranking as a snapshot: the query, the filters, the store's version, how
+many chunks matched, and the ranked `(id, distance)` pairs shown so far. The first page ranks
+only what it can show (Chroma's top `offset + limit`, as a plain query would), so it costs
+what a plain query costs; a later page that reads past the snapshot's ranked ids extends it
+with the next candidates (`paging.extend`), never an id the snapshot holds, and when Chroma's
+approximate (HNSW) search stops returning new ids, with every remaining matching chunk ranked
+exactly, once. Its continuation is a cursor, `<snapshot>.<rank>`, that later pages read from,
+so a walk can neither repeat nor skip a chunk: not when Chroma's approximate search answers
+differently for a longer list, not where scores tie, not when another process ingests between
+pages (the page then says so). An ingest first records, in each live snapshot it would change,
+which chunks matched (`freeze`): a walk past the ranked ids then covers exactly those (the
+ones the ingest deleted are accounted as gone), never a chunk added since.
+
+A snapshot's key names the query, the filters and the store's version, so the same search on
+the same store reads the same snapshot (its `offset` pages included): offsets are exact while
+the store does not change and the snapshot lives. An extension grows a snapshot by steps that
+depend only on its length, so two processes extending one snapshot write the same ids.
 
 Where snapshots live (`shelf_for`):
 - an embedded store: files in the store's folder (`ragbudget-cursors/`), which every process
@@ -30,7 +41,8 @@ import re
 import tempfile
 import time
 from array import array
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -44,6 +56,7 @@ __all__ = [
     "Ranking",
     "ServerShelf",
     "Shelf",
+    "freeze",
     "load",
     "new_key",
     "save",
@@ -57,6 +70,7 @@ MAX_KEPT = 100
 """Most snapshots a store keeps; minting one more forgets the oldest."""
 FOLDER = "ragbudget-cursors"
 _CURSOR = re.compile(r"^([0-9a-f]{12})\.(\d{1,9})$")
+_KEY_FILE = re.compile(r"^[0-9a-f]{12}\.json\.gz$")
 
 
 @dataclass(frozen=True)
@@ -83,7 +97,7 @@ class Cursor:
 
 @dataclass(frozen=True)
 class Ranking:
-    """Every chunk matching a search, ranked once: what its cursor pages read from."""
+    """A search's ranking as far as its pages have read: what its cursor pages read from."""
 
     query: str
     where: dict[str, Any] | None
@@ -91,6 +105,17 @@ class Ranking:
     ids: list[str]
     distances: list[float]
     created: float
+    total: int = 0
+    """How many chunks matched at the first page."""
+    complete: bool = False
+    """True once every matching chunk is ranked (`ids` is the whole ranking)."""
+    members: list[str] | None = None
+    """The ids that matched, recorded by an ingest before it changed the store (`freeze`)."""
+
+    @property
+    def end(self) -> int:
+        """The ranking's length: known once complete, else the count at the first page."""
+        return len(self.ids) if self.complete else max(self.total, len(self.ids))
 
     def encode(self) -> bytes:
         packed = array("f", self.distances).tobytes()
@@ -101,6 +126,9 @@ class Ranking:
             "created": self.created,
             "ids": self.ids,
             "distances": base64.b64encode(packed).decode("ascii"),
+            "total": self.total,
+            "complete": self.complete,
+            "members": self.members,
         }
         return gzip.compress(json.dumps(body, separators=(",", ":")).encode(), compresslevel=1)
 
@@ -109,9 +137,13 @@ class Ranking:
         body = json.loads(gzip.decompress(blob))
         distances = array("f")
         distances.frombytes(base64.b64decode(body["distances"]))
+        members = body.get("members")
         return cls(
             query=body["query"], where=body["where"], version=body["version"],
             ids=list(body["ids"]), distances=list(distances), created=float(body["created"]),
+            total=int(body.get("total", len(body["ids"]))),
+            complete=bool(body.get("complete", True)),
+            members=None if members is None else list(members),
         )  # fmt: skip
 
 
@@ -119,14 +151,18 @@ class Shelf(Protocol):
     """Where a store's snapshots are kept, by key."""
 
     def put(self, key: str, blob: bytes) -> None: ...
+    def put_new(self, key: str, blob: bytes) -> bool:
+        """Keep `blob` under `key` unless a snapshot is kept there already (then False)."""
+        ...
+
     def get(self, key: str) -> bytes | None: ...
+    def kept_keys(self) -> list[str]: ...
 
 
-def new_key(query: str, where: dict[str, Any] | None, version: str, ids: list[str]) -> str:
-    """The key of a ranking: the same search on the same store gets the same key (and the same
-    ranking), so its answers are the same text."""
+def new_key(query: str, where: dict[str, Any] | None, version: str) -> str:
+    """The key of a search's snapshot: the same search on the same store version reads the
+    same snapshot, so its pages (by cursor or by offset) read one ranking."""
     digest = hashlib.sha256(json.dumps([query, where, version], sort_keys=True).encode())
-    digest.update("\0".join(ids).encode())
     return digest.hexdigest()[:12]
 
 
@@ -134,11 +170,19 @@ def save(shelf: Shelf, key: str, ranking: Ranking) -> None:
     shelf.put(key, ranking.encode())
 
 
-def load(shelf: Shelf, cursor: Cursor, *, query: str, where: dict[str, Any] | None) -> Ranking:
-    """The ranking `cursor` reads from, or a StoreError saying why it cannot and what to do."""
-    blob = shelf.get(cursor.key)
+def find(shelf: Shelf, key: str) -> Ranking | None:
+    """The live snapshot kept under `key`, if any."""
+    blob = shelf.get(key)
     ranking = Ranking.decode(blob) if blob is not None else None
     if ranking is None or time.time() - ranking.created > LIFETIME:
+        return None
+    return ranking
+
+
+def load(shelf: Shelf, cursor: Cursor, *, query: str, where: dict[str, Any] | None) -> Ranking:
+    """The ranking `cursor` reads from, or a StoreError saying why it cannot and what to do."""
+    ranking = find(shelf, cursor.key)
+    if ranking is None:
         msg = (
             f"cursor {cursor} has expired (a cursor lasts {LIFETIME // 60} minutes, and a store "
             f"keeps its {MAX_KEPT} newest): search again without a cursor to rank afresh"
@@ -150,10 +194,31 @@ def load(shelf: Shelf, cursor: Cursor, *, query: str, where: dict[str, Any] | No
             f"{ranking.where}): pass that query and those filters, or search without a cursor"
         )
         raise StoreError(msg)
-    if cursor.rank > len(ranking.ids):
-        msg = f"cursor {cursor} is past the end: its search ranked {len(ranking.ids)} chunks"
+    if cursor.rank > ranking.end:
+        msg = f"cursor {cursor} is past the end: its search ranked {ranking.end} chunks"
         raise StoreError(msg)
     return ranking
+
+
+def freeze(
+    shelf: Shelf, version: str, matching: Callable[[dict[str, Any] | None], list[str]]
+) -> int:
+    """Before an ingest changes the store (at `version`): record in each live snapshot of that
+    version that is not complete the ids that match its filters (`matching(where)`), so its
+    walk covers exactly the chunks of its first page's store. Returns how many it recorded."""
+    frozen = 0
+    for key in shelf.kept_keys():
+        try:
+            ranking = find(shelf, key)
+        except (OSError, ValueError, KeyError):
+            continue
+        if ranking is None or ranking.complete or ranking.members is not None:
+            continue
+        if ranking.version != version:
+            continue
+        shelf.put(key, replace(ranking, members=matching(ranking.where)).encode())
+        frozen += 1
+    return frozen
 
 
 class FolderShelf:
@@ -175,11 +240,24 @@ class FolderShelf:
             raise
         self._forget_old()
 
+    def put_new(self, key: str, blob: bytes) -> bool:
+        if (self.folder / f"{key}.json.gz").exists():
+            return False
+        self.put(key, blob)  # two first pages at once write the same ranking
+        return True
+
     def get(self, key: str) -> bytes | None:
         try:
             return (self.folder / f"{key}.json.gz").read_bytes()
         except FileNotFoundError:
             return None
+
+    def kept_keys(self) -> list[str]:
+        try:
+            names = os.listdir(self.folder)
+        except OSError:
+            return []
+        return sorted(n[: -len(".json.gz")] for n in names if _KEY_FILE.match(n))
 
     def _forget_old(self) -> None:
         """Remove expired snapshots, and the oldest beyond `MAX_KEPT`."""
@@ -224,7 +302,7 @@ class ServerShelf:
     def put(self, key: str, blob: bytes) -> None:
         side = self._collection()
         now = time.time()
-        side.add(
+        side.upsert(
             ids=[key], embeddings=[[1.0]], documents=[base64.b64encode(blob).decode("ascii")],
             metadatas=[{"created": now}],
         )  # fmt: skip
@@ -238,6 +316,15 @@ class ServerShelf:
             old += [i for i, _ in ranked[: len(ranked) - MAX_KEPT]]
         if old:
             side.delete(ids=sorted(set(old)))
+
+    def put_new(self, key: str, blob: bytes) -> bool:
+        if self._collection().get(ids=[key], include=[])["ids"]:
+            return False
+        self.put(key, blob)
+        return True
+
+    def kept_keys(self) -> list[str]:
+        return sorted(self._collection().get(include=[])["ids"])
 
     def get(self, key: str) -> bytes | None:
         got = self._collection().get(ids=[key], include=["documents"])

@@ -1,22 +1,27 @@
 """Search pages that partition one ranking: the first page ranks, later pages read.
 
-Each search ranks every chunk matching its filters once (`rank_all`): Chroma's answer for the
-whole list (so its approximate search leaves nothing out and every distance is exact), the
-chunks it did not return (a filter can make HNSW miss some) added by their exact distance,
-ties in rank order by id. The order is a function of the query and the store's content, so
-`offset` pages are exact while the store does not change. A page that has more to show names
-a cursor (`ragbudget_server.store.cursor`) that keeps that ranking: pages read by cursor never
-repeat or skip a chunk, whatever other processes ingest meanwhile, and say when the store
-changed since the first page. Chunks of the ranking deleted since are accounted on the page
-that reaches them (`gone_ids`).
+A search's ranking lives in a snapshot (`ragbudget_server.store.cursor`). The first page ranks
+only what it can show: Chroma's top `offset + limit`, ids and distances, as a plain query
+would, so its cost does not grow with the store. A page that reads past the snapshot's ranked
+ids extends it (`extend`): Chroma's top list again, longer, with the ids already ranked left
+out; when that yields nothing new (a coarse index or a filter makes HNSW miss chunks), every
+remaining matching chunk ranked by its exact distance, once, so the walk covers the whole
+store. Ties are ordered by id. A page that has more to show names a cursor that reads that
+snapshot: pages read by cursor never repeat or skip a chunk, whatever other processes ingest
+meanwhile, and say when the store changed since the first page. Chunks of the ranking deleted
+since are accounted on the page that reaches them (`gone_ids`). `offset` pages of the same
+search read the same snapshot, so they are exact while the store does not change and the
+snapshot lives (an hour); after that an offset page ranks afresh.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -28,9 +33,20 @@ from ragbudget_server.store.models import SearchResponse
 from ragbudget_server.store.search import Fetch, Hit, Rendering, fetch_ranked, measure
 from ragbudget_server.store.selection import respond
 
-__all__ = ["continuation_hint", "rank_all", "search_page"]
+__all__ = [
+    "continuation_hint",
+    "extend",
+    "freeze_cursors",
+    "ranking_for",
+    "save_ranking",
+    "search_page",
+]
+
+logger = logging.getLogger(__name__)
 
 _BATCH = 1000
+_STEP = 64
+"""Fewest candidates an extension asks Chroma for; each asks for at least twice the ranked."""
 
 
 def continuation_hint(offset_hint: str, key: str) -> str:
@@ -41,28 +57,158 @@ def continuation_hint(offset_hint: str, key: str) -> str:
     return f'cursor="{key}.{{offset}}"'
 
 
-def rank_all(
-    collection: Any, embedding: list[float], where: dict[str, Any] | None, total: int
-) -> tuple[list[str], list[float]]:
-    """Every chunk matching `where`, ranked by distance to `embedding` (ties by id)."""
-    if total == 0:
-        return [], []
-    found = collection.query(
-        query_embeddings=[embedding], n_results=total, where=where, include=["distances"]
-    )
-    pairs = dict(zip(found["ids"][0], map(float, found["distances"][0]), strict=True))
-    if len(pairs) < total:
-        matching = collection.get(where=where, include=[])["ids"]
-        missing = [i for i in matching if i not in pairs]
-        query = np.asarray(embedding, dtype=np.float64)
-        for at in range(0, len(missing), _BATCH):
-            got = collection.get(ids=missing[at : at + _BATCH], include=["embeddings"])
-            vectors = np.asarray(got["embeddings"], dtype=np.float64)
-            norms = np.linalg.norm(vectors, axis=1) * (np.linalg.norm(query) or 1.0)
-            cosine = (vectors @ query) / np.where(norms == 0, 1.0, norms)
-            pairs.update(zip(got["ids"], (1.0 - cosine).tolist(), strict=True))
-    ranked = sorted(pairs.items(), key=lambda pair: (pair[1], pair[0]))
-    return [i for i, _ in ranked], [d for _, d in ranked]
+def extend(
+    collection: Any,
+    ranking: cursors.Ranking,
+    embedding: Callable[[], list[float]],
+    upto: int,
+    total: Callable[[], int],
+) -> cursors.Ranking:
+    """`ranking` with at least `upto` ranked ids, or complete.
+
+    Chroma's top list for the query, longer each time (`first`: exactly `upto`, the size of a
+    plain query; then twice what is ranked, at least `_STEP`, so the ids an extension adds
+    depend only on what was ranked, not on the page asking), minus the ids ranked already (and,
+    once an ingest recorded them, minus the chunks that did not match at the first page). When a
+    list brings nothing new or covers every matching chunk: all the rest, by exact distance.
+    """
+    ids, distances = list(ranking.ids), list(ranking.distances)
+    ranked = set(ids)
+    members = None if ranking.members is None else set(ranking.members)
+    upto = min(upto, ranking.end)
+    query: list[float] | None = None
+    while len(ids) < upto and not ranking.complete:
+        query = query or embedding()
+        matching = total()
+        ask = min(matching, upto if not ids else max(_STEP, 2 * len(ids)))
+        if ask <= 0:
+            return replace(ranking, ids=ids, distances=distances, complete=True)
+        found = collection.query(
+            query_embeddings=[query], n_results=ask, where=ranking.where, include=["distances"]
+        )
+        pairs = zip(found["ids"][0], map(float, found["distances"][0]), strict=True)
+        new = sorted((d, i) for i, d in pairs
+                     if i not in ranked and (members is None or i in members))  # fmt: skip
+        ids += [i for _, i in new]
+        distances += [d for d, _ in new]
+        ranked.update(i for _, i in new)
+        ranking = replace(ranking, ids=ids, distances=distances)
+        if len(ids) < upto and (not new or ask >= matching):
+            return _rank_rest(collection, ranking, query, ranked, members)
+    return ranking
+
+
+def _rank_rest(
+    collection: Any,
+    ranking: cursors.Ranking,
+    query: list[float],
+    ranked: set[str],
+    members: set[str] | None,
+) -> cursors.Ranking:
+    """`ranking` completed: every matching chunk not ranked yet, by exact cosine distance (the
+    collections are cosine), ties by id; then the recorded members gone since (to account)."""
+    matching = collection.get(where=ranking.where, include=[])["ids"]
+    rest = [i for i in matching if i not in ranked and (members is None or i in members)]
+    vector = np.asarray(query, dtype=np.float64)
+    scored: list[tuple[float, str]] = []
+    for at in range(0, len(rest), _BATCH):
+        got = collection.get(ids=rest[at : at + _BATCH], include=["embeddings"])
+        vectors = np.asarray(got["embeddings"], dtype=np.float64).reshape(len(got["ids"]), -1)
+        norms = np.linalg.norm(vectors, axis=1) * (np.linalg.norm(vector) or 1.0)
+        cosine = (vectors @ vector) / np.where(norms == 0, 1.0, norms)
+        scored += zip((1.0 - cosine).tolist(), got["ids"], strict=True)
+    scored.sort()
+    ids = ranking.ids + [i for _, i in scored]
+    distances = ranking.distances + [d for d, _ in scored]
+    if members is not None:  # recorded, now gone: the page that reaches them accounts for them
+        gone = sorted(members - ranked - set(matching))
+        ids += gone
+        distances += [float("inf")] * len(gone)
+    return replace(ranking, ids=ids, distances=distances, complete=True)
+
+
+def save_ranking(backend: Any, key: str, ranking: cursors.Ranking) -> None:
+    """Keep `ranking` (grown by a page) where every process of the store reads it."""
+    cursors.save(cursors.shelf_for(backend), key, ranking)
+
+
+def freeze_cursors(backend: Any) -> None:
+    """Before an ingest: each live snapshot not yet complete records the ids that match its
+    filters now (`cursor.freeze`), so its walk keeps to the chunks of its first page's store."""
+    collection = backend.require()
+
+    def matching(where: dict[str, Any] | None) -> list[str]:
+        return list(collection.get(where=where, include=[])["ids"])
+
+    try:
+        frozen = cursors.freeze(cursors.shelf_for(backend), backend.version(), matching)
+    except OSError as exc:  # the walks then say the store changed and may see new chunks
+        logger.warning("could not record the search cursors' chunks before ingesting: %s", exc)
+        return
+    if frozen:
+        logger.debug("recorded the matching chunks of %d search cursors", frozen)
+
+
+def ranking_for(
+    backend: Any,
+    *,
+    query: str,
+    where: dict[str, Any] | None,
+    total: Callable[[], int],
+    offset: int,
+    cursor: str | None,
+    limit: int,
+) -> tuple[str, cursors.Ranking, int, bool, str]:
+    """The snapshot a page reads, extended to hold ranks `start` to `start + limit`: its key,
+    the ranking, `start`, whether it grew past what is kept, and the store's version now.
+
+    A new snapshot is kept at once, unless another process kept one under its key first: then
+    the page reads theirs (two first pages of one search read one ranking)."""
+    collection = backend.require()
+    shelf = cursors.shelf_for(backend)
+    version = backend.version()
+    found: cursors.Ranking | None
+    if cursor is not None:
+        if offset:
+            msg = f"give cursor or offset, not both (cursor={cursor!r}, offset={offset})"
+            raise StoreError(msg)
+        at = cursors.Cursor.parse(cursor)
+        key, start = at.key, at.rank
+        found = cursors.load(shelf, at, query=query, where=where)
+    else:
+        key, start = cursors.new_key(query, where, version), offset
+        found = cursors.find(shelf, key)
+        if found is not None and (found.query != query or found.where != where):
+            found, key = None, cursors.new_key(query, where, f"{version}-{time.time()}")
+        if found is not None and offset and offset >= found.end:
+            msg = f"offset {offset} is past the end: {found.end} results match"
+            raise StoreError(msg)
+    fresh = found is None
+    if found is None:
+        n = total()
+        if offset and offset >= n:
+            msg = f"offset {offset} is past the end: {n} results match"
+            raise StoreError(msg)
+        found = cursors.Ranking(query, where, version, [], [], time.time(), total=n)
+
+    def embedding() -> list[float]:
+        return [float(x) for x in backend.embed([query], query=True)[0]]
+
+    first_total = found.total if found.version == version else None
+
+    def count() -> int:  # what matches now (known while the store is the first page's)
+        return first_total if first_total is not None else total()
+
+    ranking = extend(collection, found, embedding, start + limit, count)
+    if fresh:
+        if shelf.put_new(key, ranking.encode()):
+            return key, ranking, start, False, version
+        kept = cursors.find(shelf, key)  # another process ranked it first: read theirs
+        if kept is not None:
+            found = kept
+            ranking = extend(collection, kept, embedding, start + limit, count)
+    grew = len(ranking.ids) > len(found.ids) or ranking.complete != found.complete
+    return key, ranking, start, grew, version
 
 
 def search_page(
@@ -84,24 +230,9 @@ def search_page(
 ) -> SearchResponse:
     """One budgeted page of the ranking `cursor` names (else a new ranking, from `offset`)."""
     collection = backend.require()
-    shelf = cursors.shelf_for(backend)
-    version = backend.version()
-    if cursor is not None:
-        if offset:
-            msg = f"give cursor or offset, not both (cursor={cursor!r}, offset={offset})"
-            raise StoreError(msg)
-        at = cursors.Cursor.parse(cursor)
-        key, start, fresh = at.key, at.rank, False
-        ranking = cursors.load(shelf, at, query=query, where=where)
-    else:
-        n = total()
-        if offset and offset >= n:
-            msg = f"offset {offset} is past the end: {n} results match"
-            raise StoreError(msg)
-        embedding = [float(x) for x in backend.embed([query], query=True)[0]]
-        ids, distances = rank_all(collection, embedding, where, n)
-        ranking = cursors.Ranking(query, where, version, ids, distances, time.time())
-        key, start, fresh = cursors.new_key(query, where, version, ids), offset, True
+    key, ranking, start, grew, version = ranking_for(
+        backend, query=query, where=where, total=total, offset=offset, cursor=cursor, limit=limit
+    )
     changed = ranking.version != version
     hint = continuation_hint(rendering.offset_hint, key)
     paged = Rendering.of(rendering.format, hint)
@@ -112,7 +243,7 @@ def search_page(
         hits = fetch_ranked(pairs, records, max_tokens=budget, concise=concise or evidence)
         if [h.id for h in hits] != [i for i, _ in pairs[: len(hits)]]:
             raise _Moved
-        return _respond(hits, query, first, len(ranking.ids), budget, counter, paged,
+        return _respond(hits, query, first, ranking.end, budget, counter, paged,
                         concise, evidence, max_per_source), gone  # fmt: skip
 
     reserve = 0
@@ -127,8 +258,8 @@ def search_page(
         final = _with_walk(response, key, changed, gone, counter)
         used = final.used_tokens
         if used <= max_tokens:
-            if fresh and final.next_offset is not None:
-                cursors.save(shelf, key, ranking)
+            if grew:
+                save_ranking(backend, key, ranking)
             return final
         reserve += used - max_tokens + (reserve == 0) * _extra_guess(final, counter)
     msg = "the search page could not be fitted with its cursor; search again"

@@ -27,7 +27,12 @@ from ragbudget_server.store.models import (
     StoreStats,
 )
 from ragbudget_server.store.pages import page_line, page_starts, span_pages
-from ragbudget_server.store.paging import search_page
+from ragbudget_server.store.paging import (
+    freeze_cursors,
+    ranking_for,
+    save_ranking,
+    search_page,
+)
 from ragbudget_server.store.paths import user_path
 from ragbudget_server.store.reading import budget_read, rebuild_text
 from ragbudget_server.store.remote import (
@@ -221,6 +226,8 @@ class DocumentStore:
         _check_int("batch_size", batch_size, 1, 5000)
         _check_int("max_document_bytes", max_document_bytes, 1, 1 << 40)
         wrote = True  # until the report says otherwise: a failed ingest may have written
+        if self._backend.open(create=False) is not None:
+            freeze_cursors(self._backend)  # walks past their ranked ids keep to today's chunks
         try:
             report = _ingest.ingest_files(
                 self._backend, roots, chunk_tokens=chunk_tokens, overlap=overlap, prune=prune,
@@ -306,14 +313,15 @@ class DocumentStore:
     def _ranked(
         self, collection: Any, query: str, n: int, where: dict[str, Any] | None
     ) -> list[tuple[str, float]]:
-        """The `n` best `(id, distance)` pairs for `query` (ids and distances only)."""
-        found = collection.query(
-            query_embeddings=self._backend.embed([query], query=True),
-            n_results=n,
-            where=where,
-            include=["distances"],
-        )
-        return list(zip(found["ids"][0], map(float, found["distances"][0]), strict=True))
+        """The first `n` `(id, distance)` pairs of the ranking `search` pages read (its
+        snapshot, extended and kept as a page would)."""
+        key, ranking, _, grew, _ = ranking_for(
+            self._backend, query=query, where=where, offset=0, cursor=None, limit=n,
+            total=functools.partial(self._total, collection, where),
+        )  # fmt: skip
+        if grew:
+            save_ranking(self._backend, key, ranking)
+        return list(zip(ranking.ids[:n], ranking.distances[:n], strict=True))
 
     @guarded
     @live.reads
@@ -327,17 +335,14 @@ class DocumentStore:
         directory: str | None = None,
     ) -> list[tuple[str, str, float, int | None]]:
         """The ranked candidates a `search` with the same arguments budgets: `(id, source,
-        score, stored token count)` for ranks `offset` to `offset + limit`, for explaining
-        what a budget kept, cut and dropped (`ragbudget search --explain`)."""
+        score, stored token count)` for ranks `offset` to `offset + limit` of the same ranking
+        (the search's snapshot, `ragbudget_server.store.cursor`), for explaining what a budget
+        kept, cut and dropped (`ragbudget search --explain`)."""
         _check_int("limit", limit, 1, MAX_LIMIT)
         _check_int("offset", offset, 0, MAX_OFFSET)
         collection = self._backend.require()
         where = self._where(file_type, directory)
-        total = self._total(collection, where)
-        n = min(offset + limit, total)
-        if n <= offset:
-            return []
-        ranked = self._ranked(collection, query, n, where)[offset:]
+        ranked = self._ranked(collection, query, offset + limit, where)[offset:]
         records = self._records(collection, [i for i, _ in ranked])
         metas = [(i, d, records[i][1]) for i, d in ranked if i in records]
         return [(i, str(m["source"]), round(1.0 - d, 4),
