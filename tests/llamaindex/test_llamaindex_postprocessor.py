@@ -226,7 +226,7 @@ def test_zero_budget_drops_everything(cl100k: TokenCounter, budget_events: Budge
     assert TokenBudgetPostprocessor(max_tokens=0, counter=cl100k).postprocess_nodes(nodes) == []
     (event,) = budget_events.events
     assert event.info.dropped_ids == ["n-json", "n-argparse"]
-    assert event.info.next_offset == 0
+    assert event.info.next_offset is None  # a postprocessor cannot page: no continuation
 
 
 def test_repeated_node_ids_are_told_apart(cl100k: TokenCounter) -> None:
@@ -252,9 +252,7 @@ def test_event_reaches_a_real_handler_with_the_query(
     assert event.info.dropped_ids == ["n-json"]
     assert event.info.counter == "tiktoken:cl100k_base"
     assert event.info.exact
-    assert event.info.notice() == (
-        f"[Showing 1 of 2 results ({budget:,}-token budget). Use offset=1 to continue]"
-    )
+    assert event.info.notice() == (f"[Showing 1 of 2 results ({budget:,}-token budget)]")
     assert [n.node.node_id for n in event.nodes] == [n.node.node_id for n in out]
     assert budget_events.via == ["sync"]
 

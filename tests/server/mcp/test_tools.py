@@ -83,7 +83,7 @@ async def test_truncated_search_warns_and_continues_at_the_offset(
         assert page.next_offset is not None
         notice, text = text_blocks(first)
         assert exact_counter.count(whole_answer(first)) <= 900
-        assert f"offset={page.next_offset}" in text, "the model must see how to continue"
+        assert f'cursor="{page.next_cursor}"' in text, "the model must see how to continue"
         assert "stopped at the" in notice and page.budget.bound is not None
         # fastmcp's client asks for log messages (a level in _meta): it gets the warning
         assert any(m.level == "warning" and "stopped at the" in str(m.data) for m in logs), logs

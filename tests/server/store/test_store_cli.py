@@ -62,7 +62,7 @@ def test_search_readable_view_shows_sources_and_the_notice(runner: CliRunner, db
     result = runner.invoke(app, ["search", "scanstring", "--db", str(db), "--max-tokens", "800"])
     assert result.exit_code == 0, result.output
     assert "decoder.py:" in result.stdout
-    assert "Use --offset " in result.stdout  # a shell user is told the flag
+    assert "Use --cursor " in result.stdout  # a shell user is told the flag
 
 
 def test_read_pages_and_stats(runner: CliRunner, db: Path, corpus: Path) -> None:

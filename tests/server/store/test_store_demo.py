@@ -20,7 +20,7 @@ def test_store_demo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     first, second, tiny = shown["first"], shown["second"], shown["tiny"]
     assert counter.count(first.to_text()) <= 2000 and first.truncated
     assert second.results[0].id not in {r.id for r in first.results}
-    assert f"Use offset={first.next_offset} to continue" in out
+    assert f'Use cursor="{first.next_cursor}" to continue' in out
     assert counter.count(tiny.to_text()) <= 300 and tiny.results[0].cut
     pages = shown["pages"]
     assert [p.start_line for p in pages[1:]] == [p.next_offset for p in pages[:-1]]
@@ -42,6 +42,6 @@ def test_store_demo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert "pip install ragbudget-server" in out
     assert version.returncode == 0 and re.fullmatch(r"ragbudget \d+\.\d+\.\d+\S*\n", version.stdout)
     assert search.returncode == 0, search.stderr
-    assert "Use --offset " in search.stdout
+    assert "Use --cursor " in search.stdout
     assert "(cut to fit)" in search.stdout
     assert "(cut to fit): the 300-token budget could not hold these results whole" in out

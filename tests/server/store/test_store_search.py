@@ -84,7 +84,7 @@ def test_pages_continue_the_ranking_without_gaps(stdlib_store: DocumentStore) ->
         assert len(page.results) >= 1
         seen.extend(r.id for r in page.results)
         if page.truncated:
-            assert page.notice and f"Use offset={page.next_offset} to continue" in page.notice
+            assert page.notice and f'Use cursor="{page.next_cursor}" to continue' in page.notice
         offset = page.next_offset
     assert seen == [r.id for r in whole.results]
 

@@ -256,7 +256,9 @@ class BudgetOptions(BaseModel):
         if folded:  # a left-out document takes the ids folded into it along
             out = [m for i in info.dropped_ids for m in [i, *_members(folded.get(i, {}))]]
             info = info.widened(original_count=given, dropped_ids=out)
-        return kept, info
+        # A retriever's caller cannot ask for the next page: the report names no continuation,
+        # so its notice says what was left out and nothing about an offset.
+        return kept, info.model_copy(update={"next_offset": None})
 
     def _fit(
         self,

@@ -226,6 +226,14 @@ def search(
     offset: Annotated[
         int, typer.Option(help="Ranked results to skip (a notice says where to continue).")
     ] = 0,
+    cursor: Annotated[
+        str | None,
+        typer.Option(
+            show_default="none: a new ranking",
+            help="Continue a search's ranking (same query and filters): the --cursor a notice "
+            "names. It lasts an hour; pages by cursor never repeat or skip a chunk.",
+        ),
+    ] = None,
     concise: Annotated[bool, typer.Option(help="Short snippets and fewer fields.")] = False,
     file_type: Annotated[
         str | None, typer.Option(show_default="any", help="Only this extension, e.g. py.")
@@ -267,7 +275,7 @@ def search(
             query, limit=limit, max_tokens=max_tokens, offset=offset, concise=concise,
             file_type=file_type, directory=str(directory) if directory else None,
             format="json" if as_json else "text", offset_hint=OFFSET_HINT, evidence=evidence,
-            max_per_source=max_per_source,
+            max_per_source=max_per_source, cursor=cursor,
         )  # fmt: skip
         if explain:
             where = str(directory) if directory else None

@@ -107,12 +107,23 @@ class SearchAnswer(_Model):
     capped_ids: list[str] | None = Field(
         default=None, description="Ids left out by the cap per file."
     )
+    next_cursor: str | None = Field(
+        default=None,
+        description="Pass as `cursor` (same query and filters) to continue this ranking; it "
+        "lasts an hour. None (left out) at the ranking's end.",
+    )
+    store_changed: bool | None = Field(
+        default=None, description="True when the store changed since the cursor's first page."
+    )
+    gone_ids: list[str] | None = Field(
+        default=None, description="Ids of the cursor's ranking reached here and no longer stored."
+    )
     format: Format = Field(description="How the text block renders the results.")
     budget: Budget = Field(description="The profile, walls and sizes of this answer.")
 
     def accounted_ids(self) -> list[str]:
         """Every ranked id this page accounts for (`SearchResponse.accounted_ids`)."""
-        return accounted_ids(self.results, self.capped_ids)
+        return accounted_ids(self.results, self.capped_ids) + list(self.gone_ids or ())
 
 
 class ReadAnswer(_Model):
@@ -151,6 +162,9 @@ def _lean(response: SearchResponse | ReadResponse, budget: Budget) -> SearchAnsw
             next_offset=response.next_offset,
             truncated=response.truncated,
             capped_ids=response.capped_ids,
+            next_cursor=response.next_cursor,
+            store_changed=response.store_changed,
+            gone_ids=response.gone_ids,
             format=response.format,
             budget=budget,
         )

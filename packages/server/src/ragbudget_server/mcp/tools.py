@@ -228,12 +228,25 @@ async def search(
     max_per_source: Annotated[
         int | None, Field(description="Most results per file (with evidence).", ge=1, le=1000)
     ] = None,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description=(
+                "Continue a search: the next_cursor of its last page (same query and filters). "
+                "A cursor keeps the ranking the first page made, so pages never repeat or skip "
+                "a result; it lasts 1 hour, after which search again without it."
+            ),
+            min_length=3,
+            max_length=40,
+        ),
+    ] = None,
 ) -> ToolResult:
     """Search the indexed documents; the response always fits `max_tokens`.
 
     Results are ranked chunks with their source file and line span. When the budget cuts the
-    list short, the response says how many were left out and the `offset` to continue from;
-    adjacent chunks of one file come back as one span. Read a whole file with `read_document`.
+    list short, the response says how many were left out and the `cursor` to continue with
+    (it lasts 1 hour; an expired one is an error: search again); adjacent chunks of one file
+    come back as one span. Read a whole file with `read_document`.
     """
     state = await _state(ctx)
 
@@ -250,6 +263,7 @@ async def search(
             format=format,
             evidence=evidence,
             max_per_source=max_per_source,
+            cursor=cursor,
         )
 
     ask = await _ask(ctx, state, max_tokens, format)

@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import re
+import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,6 +35,9 @@ SKIPPED_KEY = "ragbudget_skipped"
 """Collection metadata: the files ingests left out, as JSON {path: reason} (`stats` lists them)."""
 MAX_SKIPPED = 1000
 """Most skipped files remembered (the first by path); `stats` says how many there were."""
+VERSION_KEY = "ragbudget_version"
+"""Collection metadata: the store's version, `<count>-<random>`, new after every ingest that
+wrote (or may have written) chunks; a search cursor names the version it was ranked at."""
 _NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$")
 _PAGE = 5000
 
@@ -250,6 +254,26 @@ class ChromaBackend:
         metadata = dict(collection.metadata or {})
         if metadata.get(SKIPPED_KEY) != value:
             collection.modify(metadata={**metadata, SKIPPED_KEY: value})
+
+    def version(self) -> str:
+        """The store's version (`VERSION_KEY`; "0" for a store no ingest has versioned yet),
+        read afresh from a Chroma server (another process may have ingested)."""
+        collection = self.require()
+        if self.server is not None:
+            collection = self._client.get_collection(self.name)
+        value = (collection.metadata or {}).get(VERSION_KEY)
+        return value if isinstance(value, str) else "0"
+
+    def bump_version(self) -> None:
+        """Give the store a new version: random, so that two ingests never write the same."""
+        count = self.version().split("-", 1)[0]
+        number = int(count) + 1 if count.isdigit() else 1
+        collection = self.require()
+        if self.server is not None:
+            collection = self._client.get_collection(self.name)
+        metadata = dict(collection.metadata or {})
+        metadata[VERSION_KEY] = f"{number}-{secrets.token_hex(4)}"
+        collection.modify(metadata=metadata)
 
     def embed(self, texts: list[str], ef: Any = None, *, query: bool = False) -> Any:
         """Embeddings of `texts`; a failing embedding is a StoreError that says what to do."""

@@ -138,11 +138,29 @@ class SearchResponse(_Rendered):
         ),
     )
 
+    next_cursor: str | None = Field(
+        default=None,
+        description=(
+            "Pass as `cursor` (with the same query and filters) to continue the ranking this "
+            "search's first page made; it lasts an hour. None at the ranking's end."
+        ),
+    )
+    store_changed: bool | None = Field(
+        default=None,
+        description="True when the store changed since the cursor's first page (the pages "
+        "keep the ranking made then); None otherwise.",
+    )
+    gone_ids: list[str] | None = Field(
+        default=None,
+        description="Ids of the cursor's ranking this page reached that are no longer stored.",
+    )
+
     def accounted_ids(self) -> list[str]:
         """Every ranked id this page accounts for: each result's, the ids merged into it and
-        its duplicates, and the ids the cap per file left out. Pages walked by `next_offset`
-        account for each ranked id exactly once."""
-        return accounted_ids(self.results, self.capped_ids)
+        its duplicates, the ids the cap per file left out, and those gone from the store.
+        Pages walked by `next_cursor` (or, on an unchanged store, `next_offset`) account for
+        each ranked id exactly once."""
+        return accounted_ids(self.results, self.capped_ids) + list(self.gone_ids or ())
 
     def render_text(self) -> str:
         """Each result's header line and verbatim text, then the notice once. When several

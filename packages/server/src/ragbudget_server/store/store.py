@@ -27,6 +27,12 @@ from ragbudget_server.store.models import (
     StoreStats,
 )
 from ragbudget_server.store.pages import page_line, page_starts, span_pages
+from ragbudget_server.store.paging import (
+    freeze_cursors,
+    ranking_for,
+    save_ranking,
+    search_page,
+)
 from ragbudget_server.store.paths import user_path
 from ragbudget_server.store.reading import budget_read, rebuild_text
 from ragbudget_server.store.remote import (
@@ -35,8 +41,7 @@ from ragbudget_server.store.remote import (
     guarded,
     server_errors,
 )
-from ragbudget_server.store.search import Hit, Rendering, fetch_ranked
-from ragbudget_server.store.selection import respond
+from ragbudget_server.store.search import Rendering
 
 __all__ = ["DEFAULT_PATH", "DocumentStore"]
 
@@ -220,14 +225,21 @@ class DocumentStore:
         _check_int("max_file_bytes", max_file_bytes, 1, 1 << 31)
         _check_int("batch_size", batch_size, 1, 5000)
         _check_int("max_document_bytes", max_document_bytes, 1, 1 << 40)
+        wrote = True  # until the report says otherwise: a failed ingest may have written
+        if self._backend.open(create=False) is not None:
+            freeze_cursors(self._backend)  # walks past their ranked ids keep to today's chunks
         try:
-            return _ingest.ingest_files(
+            report = _ingest.ingest_files(
                 self._backend, roots, chunk_tokens=chunk_tokens, overlap=overlap, prune=prune,
                 on_progress=on_progress, max_file_bytes=max_file_bytes, batch_size=batch_size,
                 refuse=refuse, max_document_bytes=max_document_bytes,
             )  # fmt: skip
+            wrote = bool(report.chunks_added or report.chunks_deleted or report.sources_pruned)
+            return report
         finally:
             self._sources = None  # the documents stored may have changed
+            if wrote and self._backend.open(create=False) is not None:
+                self._backend.bump_version()  # search cursors see the store changed
 
     # -- search and read ------------------------------------------------------------------------
 
@@ -248,6 +260,7 @@ class DocumentStore:
         offset_hint: str = "offset={offset}",
         evidence: bool = True,
         max_per_source: int | None = None,
+        cursor: str | None = None,
     ) -> SearchResponse:
         """The best-ranked chunks for `query` whose rendered response fits `max_tokens`.
 
@@ -263,6 +276,12 @@ class DocumentStore:
         it should show, each gets a fair share and a long one shows its lines that best match
         the query (see `ragbudget_server.store.selection`); False: the plain ranked prefix of whole
         chunks. `max_per_source` caps the results per file (with `evidence`).
+
+        A page with more to show gives a `next_cursor`: pass it as `cursor` (same query and
+        filters) to continue the ranking the first page made, which no later page repeats or
+        skips, even when the store changes meanwhile (the page then says so). A cursor lasts
+        an hour (`ragbudget_server.store.cursor`). `offset` pages are exact while the store does
+        not change: each search ranks every matching chunk the same way.
         """
         if not isinstance(query, str) or not query.strip():
             msg = f"query must be a non-empty string, got {shown(query)}"
@@ -277,24 +296,11 @@ class DocumentStore:
         tc = self._backend.counter if counter is None else get_counter(counter)
         where = self._where(file_type, directory)
         collection = self._backend.require()
-        total = self._total(collection, where)
-        if offset and offset >= total:
-            msg = f"offset {offset} is past the end: {total} results match"
-            raise StoreError(msg)
-        hits: list[Hit] = []
-        n = min(offset + limit, total)
-        if n > offset:
-            ranked = self._ranked(collection, query, n, where)
-            hits = fetch_ranked(
-                ranked[offset:],
-                functools.partial(self._records, collection),
-                max_tokens=max_tokens,
-                concise=bool(concise) or bool(evidence),
-            )
-        return respond(
-            hits, query=query, offset=offset, total_count=total, max_tokens=max_tokens,
-            counter=tc, concise=bool(concise), rendering=rendering, evidence=bool(evidence),
-            max_per_source=max_per_source,
+        return search_page(
+            self._backend, query=query, where=where, offset=offset, cursor=cursor, limit=limit,
+            total=functools.partial(self._total, collection, where), max_tokens=max_tokens,
+            counter=tc, rendering=rendering, records=functools.partial(self._records, collection),
+            concise=bool(concise), evidence=bool(evidence), max_per_source=max_per_source,
         )  # fmt: skip
 
     @staticmethod
@@ -307,14 +313,15 @@ class DocumentStore:
     def _ranked(
         self, collection: Any, query: str, n: int, where: dict[str, Any] | None
     ) -> list[tuple[str, float]]:
-        """The `n` best `(id, distance)` pairs for `query` (ids and distances only)."""
-        found = collection.query(
-            query_embeddings=self._backend.embed([query], query=True),
-            n_results=n,
-            where=where,
-            include=["distances"],
-        )
-        return list(zip(found["ids"][0], map(float, found["distances"][0]), strict=True))
+        """The first `n` `(id, distance)` pairs of the ranking `search` pages read (its
+        snapshot, extended and kept as a page would)."""
+        key, ranking, _, grew, _ = ranking_for(
+            self._backend, query=query, where=where, offset=0, cursor=None, limit=n,
+            total=functools.partial(self._total, collection, where),
+        )  # fmt: skip
+        if grew:
+            save_ranking(self._backend, key, ranking)
+        return list(zip(ranking.ids[:n], ranking.distances[:n], strict=True))
 
     @guarded
     @live.reads
@@ -328,17 +335,14 @@ class DocumentStore:
         directory: str | None = None,
     ) -> list[tuple[str, str, float, int | None]]:
         """The ranked candidates a `search` with the same arguments budgets: `(id, source,
-        score, stored token count)` for ranks `offset` to `offset + limit`, for explaining
-        what a budget kept, cut and dropped (`ragbudget search --explain`)."""
+        score, stored token count)` for ranks `offset` to `offset + limit` of the same ranking
+        (the search's snapshot, `ragbudget_server.store.cursor`), for explaining what a budget
+        kept, cut and dropped (`ragbudget search --explain`)."""
         _check_int("limit", limit, 1, MAX_LIMIT)
         _check_int("offset", offset, 0, MAX_OFFSET)
         collection = self._backend.require()
         where = self._where(file_type, directory)
-        total = self._total(collection, where)
-        n = min(offset + limit, total)
-        if n <= offset:
-            return []
-        ranked = self._ranked(collection, query, n, where)[offset:]
+        ranked = self._ranked(collection, query, offset + limit, where)[offset:]
         records = self._records(collection, [i for i, _ in ranked])
         metas = [(i, d, records[i][1]) for i, d in ranked if i in records]
         return [(i, str(m["source"]), round(1.0 - d, 4),

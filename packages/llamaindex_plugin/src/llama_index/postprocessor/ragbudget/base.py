@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from typing import Any
 
@@ -273,6 +274,11 @@ class TokenBudgetPostprocessor(BaseNodePostprocessor):
                 query=query_bundle.query_str if query_bundle is not None else None,
                 options=options,
             )
+        # A postprocessor's caller cannot ask for the next page: the report names no
+        # continuation, so its notice says what was left out and nothing about an offset.
+        result = dataclasses.replace(
+            result, info=result.info.model_copy(update={"next_offset": None})
+        )
         _log(result.info)
         return result
 

@@ -1,0 +1,201 @@
+"""Search cursors: walking a whole store of 5,000 chunks accounts for every chunk exactly once.
+
+The store is built once per module with a deliberately coarse HNSW index (few neighbours), the
+case where Chroma's approximate top-n lists differ most as n grows: the old paging (ask again
+for the top offset+limit, slice) repeated and skipped chunks on such a store, and where HNSW
+leaves chunks out, so the walks reach the exact ranking of the rest (`paging.extend`).
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import chromadb
+import pytest
+from chromadb.config import Settings
+from ragbudget_server.store import DocumentStore, SearchResponse, StoreError
+from ragbudget_server.store.embedding import make_embedding
+
+pytestmark = pytest.mark.slow  # the module's store takes ~4 s to build, its walks ~30 s in all
+
+WORDS = [f"w{i}" for i in range(600)]
+QUERIES = [f"w{i} w{i + 7} w{i + 19}" for i in range(0, 360, 20)] + ["zzz nothing", "{}()"]
+
+
+def _coarse_collection(db: Path, name: str) -> None:
+    """The collection made beforehand with a coarse, cheap HNSW index (ingest adopts it)."""
+    client = chromadb.PersistentClient(path=str(db), settings=Settings(anonymized_telemetry=False))
+    client.get_or_create_collection(
+        name,
+        embedding_function=make_embedding("hashing"),
+        configuration={
+            "hnsw": {"space": "cosine", "ef_construction": 8, "max_neighbors": 4, "ef_search": 8}
+        },
+    )
+
+
+def _write_corpus(root: Path, files: int, lines: int, seed: int = 1) -> None:
+    rng = random.Random(seed)
+    for f in range(files):
+        folder = root / f"d{f % 5}"
+        folder.mkdir(parents=True, exist_ok=True)
+        text = "\n".join(" ".join(rng.choice(WORDS) for _ in range(3)) for _ in range(lines))
+        (folder / (f"f{f}.txt" if f % 2 else f"f{f}.md")).write_text(text + "\n")
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[DocumentStore, Path]]:
+    root = tmp_path_factory.mktemp("cursor-walk")
+    _write_corpus(root / "src", files=50, lines=100)
+    vendored = root / "src" / "vendor"  # 30 copies of one file: ties everywhere
+    vendored.mkdir()
+    for i in range(30):
+        shutil.copy(root / "src" / "d1" / "f1.txt", vendored / f"copy{i}.txt")
+    _coarse_collection(root / "db", "walk")
+    store = DocumentStore(path=root / "db", collection="walk")
+    report = store.ingest([root / "src"], chunk_tokens=16, overlap=0)
+    assert report.chunks_added >= 5000
+    yield store, root
+    store.close()
+
+
+def _walk(
+    store: DocumentStore, query: str, **args: Any
+) -> tuple[list[SearchResponse], Counter[str]]:
+    """Every page of `query` by cursor, and how often each id was accounted for."""
+    pages: list[SearchResponse] = []
+    seen: Counter[str] = Counter()
+    cursor: str | None = None
+    while True:
+        page = store.search(query, cursor=cursor, **args)
+        pages.append(page)
+        seen.update(page.accounted_ids())
+        assert len(pages) < 2000, "the walk must end"
+        if page.next_cursor is None:
+            assert page.next_offset is None
+            return pages, seen
+        assert page.next_cursor.endswith(f".{page.next_offset}")
+        cursor = page.next_cursor
+
+
+def _matching(store: DocumentStore, where: dict[str, Any] | None = None) -> set[str]:
+    return set(store.collection.get(where=where, include=[])["ids"])
+
+
+# Evidence pages compare their hits pairwise (near duplicates), so their pages stay small; plain
+# pages are large. Every walk reads all 5,000 chunks: a walk costs ~1.3 s on an idle machine.
+_SHAPES = [
+    {"limit": 1000, "max_tokens": 1_000_000, "evidence": False},
+    {"limit": 200, "max_tokens": 12_000, "evidence": True},
+    {"limit": 1000, "max_tokens": 40_000, "evidence": False, "format": "json"},
+    {"limit": 150, "max_tokens": 8_000, "evidence": True, "max_per_source": 40},
+]
+
+
+def test_twenty_walks_account_for_every_chunk_once(big: tuple[DocumentStore, Path]) -> None:
+    store, _ = big
+    everything = _matching(store)
+    assert len(everything) >= 5000
+    for n, query in enumerate(QUERIES):
+        shape = _SHAPES[n % len(_SHAPES)]
+        pages, seen = _walk(store, query, **shape)
+        repeated = [i for i, k in seen.items() if k > 1]
+        assert not repeated, (query, shape, len(repeated))
+        assert set(seen) == everything, (query, shape, len(everything - set(seen)))
+        for page in pages:
+            assert store.counter.count(page.to_text()) <= shape["max_tokens"]
+            assert page.store_changed is None
+
+
+def test_filters_and_ties_end_with_every_chunk_once(big: tuple[DocumentStore, Path]) -> None:
+    store, root = big
+    vendor = (root / "src" / "vendor").as_posix()
+    cases: list[tuple[dict[str, Any], dict[str, Any]]] = [
+        ({"directory": vendor}, {"dirs": {"$contains": vendor}}),
+        ({"file_type": "md"}, {"file_type": "md"}),
+        ({"directory": (root / "src" / "d2").as_posix(), "file_type": "md"},
+         {"$and": [{"file_type": "md"}, {"dirs": {"$contains": (root / "src" / "d2").as_posix()}}]}),
+    ]  # fmt: skip
+    for args, where in cases:
+        expected = _matching(store, where)
+        assert expected
+        for query in ("w3 w4 w5", "nothing at all matches this"):
+            for evidence in (False, True):
+                _, seen = _walk(store, query, limit=200, max_tokens=6000, evidence=evidence, **args)
+                assert max(seen.values()) == 1 and set(seen) == expected, (args, query)
+
+
+def test_offsets_are_exact_on_an_unchanged_store(big: tuple[DocumentStore, Path]) -> None:
+    store, _ = big
+    seen: Counter[str] = Counter()
+    offset: int | None = 0
+    while offset is not None:
+        page = store.search("w40 w47 w59", offset=offset, limit=1000, max_tokens=40_000,
+                            evidence=False)  # fmt: skip
+        assert page.next_offset is None or page.next_offset > page.offset
+        seen.update(page.accounted_ids())
+        offset = page.next_offset
+        if offset is not None and offset > 10_000:
+            break
+    assert max(seen.values()) == 1 and set(seen) == _matching(store)
+
+
+def test_a_cursor_belongs_to_its_search(big: tuple[DocumentStore, Path]) -> None:
+    store, _ = big
+    first = store.search("w1 w2", limit=5)
+    assert first.next_cursor is not None
+    with pytest.raises(StoreError, match="continues another search"):
+        store.search("w1 w3", cursor=first.next_cursor)
+    with pytest.raises(StoreError, match="has expired"):
+        store.search("w1 w2", cursor="0123456789ab.5")
+    with pytest.raises(StoreError, match="cursor must be"):
+        store.search("w1 w2", cursor="nonsense")
+    with pytest.raises(StoreError, match="not both"):
+        store.search("w1 w2", cursor=first.next_cursor, offset=3)
+
+
+def test_a_cursor_survives_a_new_process(big: tuple[DocumentStore, Path]) -> None:
+    store, root = big
+    first = store.search("w5 w6", limit=50, max_tokens=2000)
+    assert first.next_cursor is not None
+    other = DocumentStore(path=root / "db", collection="walk")  # another process's view
+    try:
+        second = other.search("w5 w6", cursor=first.next_cursor, limit=50, max_tokens=2000)
+    finally:
+        other.close()
+    assert second.offset == first.next_offset
+    assert not set(first.accounted_ids()) & set(second.accounted_ids())
+
+
+def test_ingest_between_pages_keeps_the_snapshot(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    _write_corpus(src, files=6, lines=60, seed=7)
+    store = DocumentStore(path=tmp_path / "db", collection="moving")
+    store.ingest([src], chunk_tokens=16, overlap=0)
+    before = _matching(store)
+    try:
+        first = store.search("w10 w11", limit=40, max_tokens=3000, evidence=False)
+        assert first.next_cursor is not None and first.store_changed is None
+        seen: Counter[str] = Counter(first.accounted_ids())
+        writer = DocumentStore(path=tmp_path / "db", collection="moving")  # another process
+        _write_corpus(tmp_path / "more", files=2, lines=60, seed=9)
+        (src / "d0" / "f0.md").write_text("w10 w11 replaced\n")  # its old chunks go
+        writer.ingest([src, tmp_path / "more"], chunk_tokens=16, overlap=0)
+        writer.close()
+        cursor: str | None = first.next_cursor
+        while cursor is not None:
+            page = store.search("w10 w11", cursor=cursor, limit=40, max_tokens=3000,
+                                evidence=False)  # fmt: skip
+            assert page.store_changed is True
+            assert page.notice and "The store changed" in page.notice
+            assert store.counter.count(page.to_text()) <= 3000
+            seen.update(page.accounted_ids())
+            cursor = page.next_cursor
+        assert max(seen.values()) == 1 and set(seen) == before  # the snapshot, exactly
+    finally:
+        store.close()
