@@ -166,3 +166,55 @@ def test_the_plugins_import_only_public_core_names(plugin: str) -> None:
                 if bad:
                     private.append(f"{path.name}:{node.lineno}: {module} {bad}")
     assert private == []
+
+
+def _module_graph(src: Path, package: str) -> dict[str, set[str]]:
+    """Module -> the package's modules it imports anywhere but under TYPE_CHECKING: at load
+    time or inside a function, both run."""
+    graph: dict[str, set[str]] = {}
+    for path in src.rglob("*.py"):
+        parts = path.relative_to(src.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        found: set[str] = set()
+        for node in tree.body:
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.dump(node.test):
+                continue
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.ImportFrom) and sub.module and sub.level == 0:
+                    found.add(sub.module)
+                elif isinstance(sub, ast.Import):
+                    found.update(alias.name for alias in sub.names)
+        graph[name] = {m for m in found if m.split(".")[0] == package and m != name}
+    return graph
+
+
+@pytest.mark.parametrize(
+    ("folder", "package"),
+    [("packages/core/src/ragbudget", "ragbudget"),
+     ("packages/server/src/ragbudget_server", "ragbudget_server")],
+)  # fmt: skip
+def test_no_import_circle_at_run_time(folder: str, package: str) -> None:
+    """No module imports one that imports it back, through any path, at load time or in a
+    function (counters and presets once did, inside functions)."""
+    graph = _module_graph(Path(__file__).resolve().parents[1] / folder, package)
+    modules = set(graph)
+
+    def reach(start: str) -> set[str]:
+        seen: set[str] = set()
+        todo = [m for m in graph[start] if m in modules]
+        while todo:
+            here = todo.pop()
+            if here not in seen:
+                seen.add(here)
+                todo += [m for m in graph.get(here, ()) if m in modules]
+        return seen
+
+    # A package's __init__ importing its own submodules is how a facade works, not a circle.
+    circles = sorted(
+        (a, b)
+        for a in modules
+        for b in reach(a)
+        if a in reach(b) and not b.startswith(a + ".") and not a.startswith(b + ".")
+    )
+    assert not circles, circles

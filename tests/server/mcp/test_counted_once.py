@@ -1,6 +1,7 @@
 """The server counts each answer once: the store's measure travels with it to the guard.
 
-Measured with a counting wrapper on the exact counter (`TiktokenCounter.count`): before the
+Measured with a counting wrapper on the exact counter's class (`count` and `count_up_to`, on
+whichever backend `tiktoken:cl100k_base` resolves to: tiktoken, or bpe-openai): before the
 store's count was handed to the server's `TokenBudgetMiddleware`, every text block of a
 `search` or `read_document` answer was counted twice (the store's answer by the store, the
 clamp notice by the tool, then each block again by the middleware); now once.
@@ -13,8 +14,8 @@ from typing import Any
 
 import pytest
 from fastmcp import Client
-from mcp_helpers import text_blocks
-from ragbudget.counters import TiktokenCounter
+from mcp_helpers import COUNTER_SPEC, text_blocks
+from ragbudget import get_counter
 from ragbudget.middleware import TokenBudgetMiddleware
 from ragbudget_server.store import DocumentStore
 
@@ -23,13 +24,22 @@ from ragbudget_server.store import DocumentStore
 def counted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every text the exact counter counts, in order (store, tools and middleware alike)."""
     texts: list[str] = []
-    count = TiktokenCounter.count
+    backend = type(get_counter(COUNTER_SPEC))
+    count = backend.count
 
-    def counting(self: TiktokenCounter, text: str) -> int:
+    def counting(self: Any, text: str) -> int:
         texts.append(text)
         return count(self, text)
 
-    monkeypatch.setattr(TiktokenCounter, "count", counting)
+    monkeypatch.setattr(backend, "count", counting)
+    up_to = getattr(backend, "count_up_to", None)
+    if up_to is not None:
+
+        def counting_up_to(self: Any, text: str, limit: int) -> int:
+            texts.append(text)
+            return up_to(self, text, limit)  # type: ignore[no-any-return]
+
+        monkeypatch.setattr(backend, "count_up_to", counting_up_to)
     return texts
 
 

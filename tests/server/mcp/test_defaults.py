@@ -103,4 +103,4 @@ async def test_text_answers_carry_results_verbatim_and_structured_content_withou
     assert response.budget.counter == "estimate+10%"
     counter = server_counter(get_counter("estimate"))
     assert response.budget.text_tokens == sum(counter.count(b) for b in text_blocks(result))
-    assert "offset=" in text and "--offset" not in text
+    assert f'cursor="{response.next_cursor}"' in text and "--cursor" not in text

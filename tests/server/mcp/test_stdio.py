@@ -49,7 +49,7 @@ async def test_real_client_over_stdio(
     assert exact_counter.count(whole_answer(result)) <= 700
     notice, text = text_blocks(result)
     assert response.budget.bound is not None and "stopped at the" in notice
-    assert f"offset={response.next_offset}" in text
+    assert f'cursor="{response.next_cursor}"' in text
     # At the default log level, stderr holds no DEBUG blocks (fastmcp's included).
     assert "DEBUG" not in (tmp_path / "stderr.log").read_text(errors="replace")
 

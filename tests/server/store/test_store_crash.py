@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -127,4 +128,11 @@ def test_sigkill_midway_then_rerun_equals_uninterrupted(
     assert snapshot(interrupted) == want
     assert interrupted.ingest([corpus]).files_unchanged == report.files_ingested
     query = "parse headers"
-    assert interrupted.search(query).to_text() == clean.search(query).to_text()
+    # The same answers; the cursor's key names each store's own history (its version), not
+    # its content, so it differs between the two.
+    assert _keyless(interrupted.search(query).to_text()) == _keyless(clean.search(query).to_text())
+
+
+def _keyless(text: str) -> str:
+    """`text` with each cursor's key blanked (its rank kept)."""
+    return re.sub(r'cursor="[0-9a-f]+\.', 'cursor="KEY.', text)

@@ -25,9 +25,9 @@ from pydantic import Field
 from ragbudget.counters import TokenCounter
 from ragbudget.limits import WalledCounter, Walls
 from ragbudget.middleware.json_trim import path_label
+from ragbudget.middleware.outcome import RETRIES
 from ragbudget.middleware.page_cache import PageCache, describe_ttl
 from ragbudget.middleware.paging import UNIT_NAMES, Page, Remainder, more_call
-from ragbudget.middleware.result_guard import RETRIES
 
 __all__ = ["ContinuationNameTaken", "check_name_free", "make_more_tool", "serve_page"]
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 from fastmcp.tools import ToolResult
 from mcp_types import TextContent
 
-from ragbudget.middleware.result_guard import RETRIES, GuardOutcome, ResultGuard
+from ragbudget.middleware.outcome import RETRIES, GuardOutcome
+from ragbudget.middleware.result_guard import ResultGuard
 
 __all__ = ["cut_error"]
 

@@ -14,7 +14,6 @@ end says what was left out, which wall bound, which profile is in force, and whi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from fastmcp.tools import ToolResult
@@ -30,32 +29,18 @@ from mcp_types import (
 
 from ragbudget.counters import TokenCounter, count_up_to
 from ragbudget.limits import Wall, WalledCounter, Walls
+from ragbudget.middleware.outcome import GuardOutcome, rebuild
 from ragbudget.middleware.page_cache import PageCache
 from ragbudget.middleware.paging import Remainder
 from ragbudget.middleware.structured import wire_json
+from ragbudget.middleware.text_cut import TextCut
 
-__all__ = ["META_KEY", "RETRIES", "GuardOutcome", "ResultGuard", "rebuild", "visible_text"]
-
-META_KEY = "ragbudget_cut"
-"""Key of the cut's figures in a cut result's `_meta`."""
-
-RETRIES = 6
-"""Attempts at a body and notice within the budget (a notice's size depends on the body)."""
+__all__ = ["ResultGuard", "visible_text"]
 
 MEMO_CHARS = 10_000
 """Texts at least this long have their sizes remembered by the guard that measured them."""
 
 WALL_WORDS: dict[Wall, str] = {"tokens": "tokens", "chars": "characters", "bytes": "bytes"}
-
-
-@dataclass
-class GuardOutcome:
-    """A cut result and what to report about it."""
-
-    result: ToolResult
-    summary: str
-    problems: list[str] = field(default_factory=list)
-    """What the server's author should fix (logged at WARNING)."""
 
 
 def visible_text(block: ContentBlock) -> str:
@@ -78,19 +63,6 @@ def _describe(block: ContentBlock) -> str:
     if isinstance(block, EmbeddedResource):
         return f"embedded resource {block.resource.uri}"
     return block.type
-
-
-def rebuild(
-    result: ToolResult,
-    content: list[ContentBlock],
-    structured: dict[str, Any] | None,
-    figures: dict[str, Any] | None = None,
-) -> ToolResult:
-    """A new result like `result` with other blocks and structured content (and cut figures)."""
-    meta = result.meta if figures is None else {**(result.meta or {}), META_KEY: figures}
-    return ToolResult(
-        content=content, structured_content=structured, meta=meta, is_error=result.is_error
-    )
 
 
 class ResultGuard:
@@ -164,8 +136,6 @@ class ResultGuard:
     ) -> GuardOutcome:
         """`result` within `budget`: see the module docstring. `schema` is the tool's output
         schema, which shortened structured content must still match (else it is dropped)."""
-        from ragbudget.middleware.text_cut import TextCut
-
         texts = [b.text for b in result.content if isinstance(b, TextContent)]
         text_units = sum(self.size(text, budget) for text in texts)
         structured = result.structured_content

@@ -11,14 +11,14 @@ which wall bound, which profile is in force, and how to read on.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastmcp.tools import ToolResult
 from mcp_types import ContentBlock, TextContent
 
 from ragbudget.middleware.json_trim import Cut, dumps, trim
+from ragbudget.middleware.outcome import RETRIES, GuardOutcome, rebuild
 from ragbudget.middleware.paging import Remainder, Segment, first_text_page, more_call
-from ragbudget.middleware.result_guard import RETRIES, GuardOutcome, ResultGuard, rebuild
 from ragbudget.middleware.structured import (
     MirrorCounter,
     mirror_of,
@@ -27,6 +27,9 @@ from ragbudget.middleware.structured import (
     schema_error,
     wire_json,
 )
+
+if TYPE_CHECKING:
+    from ragbudget.middleware.result_guard import ResultGuard
 
 __all__ = ["NOTICE_ROOM", "TextCut"]
 

@@ -28,10 +28,11 @@ from ragbudget.middleware.client_walls import (
 )
 from ragbudget.middleware.continuation import check_name_free, make_more_tool, serve_page
 from ragbudget.middleware.error_cut import cut_error
+from ragbudget.middleware.outcome import GuardOutcome
 from ragbudget.middleware.page_cache import PageCache
 from ragbudget.middleware.paging import Remainder
 from ragbudget.middleware.receipts import Receipt, Receipts
-from ragbudget.middleware.result_guard import GuardOutcome, ResultGuard, visible_text
+from ragbudget.middleware.result_guard import ResultGuard, visible_text
 
 __all__ = ["MIN_MAX_TOKENS", "TokenBudgetMiddleware"]
 

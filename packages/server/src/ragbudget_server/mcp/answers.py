@@ -214,6 +214,10 @@ def _notice(ask: Ask, bound: Wall | None) -> str | None:
     return "; ".join(parts) + "]"
 
 
+_OVERHEAD = 120
+"""A first guess at the units of the structured content's fields beside the text."""
+
+
 def fit_answer(ask: Ask, fetch: Callable[[int, TokenCounter], R]) -> FittedAnswer:
     """The store's answer within `ask.walls`, text blocks and structured content together.
 
@@ -229,7 +233,7 @@ def fit_answer(ask: Ask, fetch: Callable[[int, TokenCounter], R]) -> FittedAnswe
     limit = ask.walls.tokens
     # A first guess: the server's notice and the structured content's fields (~120 units);
     # the store gets at least 1, and says what it needs when that is too little.
-    budget = max(1, limit - walled.count(_notice(ask, "chars") or "") - 120)
+    budget = max(1, limit - walled.count(_notice(ask, "chars") or "") - _OVERHEAD)
     floor: int | None = None  # the smallest budget the store's text can take, once it said
     overhead = 0
     for _ in range(_TRIES):
@@ -237,12 +241,19 @@ def fit_answer(ask: Ask, fetch: Callable[[int, TokenCounter], R]) -> FittedAnswe
             response = fetch(budget, walled)
         except StoreError as exc:
             needed = _needed(exc)
-            if needed is None or floor is not None or needed <= budget:
+            if needed is None or needed <= budget:
                 raise
+            # The store's least budget (it can grow by a token or two from one ask to the
+            # next: its notice names the budget). Within the walls, ask again with it.
             floor = budget = needed
             if needed < limit:
                 continue
-            response = fetch(budget, walled)  # the smallest answer, to say what it needs whole
+            try:  # the smallest answer, to say what it needs whole
+                response = fetch(budget, walled)
+            except StoreError as again:
+                floor = max(floor, _needed(again) or floor)
+                overhead = overhead or _OVERHEAD
+                break
         text, used = checked_text(response, budget, walled)
         bound = walled.bound(text) if response.truncated else None
         notice = _notice(ask, bound)

@@ -19,9 +19,10 @@ the store does not change and the snapshot lives. An extension grows a snapshot 
 depend only on its length, so two processes extending one snapshot write the same ids.
 
 Where snapshots live (`shelf_for`):
-- an embedded store: files in the store's folder (`ragbudget-cursors/`), which every process
-  that opens the store reaches; a store this process may only read keeps them in a folder of
-  the system's temporary directory named after the store;
+- an embedded store: files in a folder of the system's temporary directory named after the
+  store's path and the user (`ragbudget-cursors-<uid>-<hash>`), which every process of that user
+  that opens the store reaches, a server restarted included; never in the store's own folder,
+  so that a search (a read) leaves the store as it was, and a read-only store pages too;
 - a Chroma server: a side collection, `<collection>-ragbudget-cursors`, one record a snapshot
   (every client of the server reaches it, and it lives as long as the collection's data).
 
@@ -339,10 +340,6 @@ def shelf_for(backend: Any) -> Shelf:
     if backend.server is not None:
         return ServerShelf(backend._client, backend.name)
     path: Path = backend.path
-    folder = path / FOLDER
-    if not os.access(path, os.W_OK | os.X_OK) or (
-        folder.exists() and not os.access(folder, os.W_OK | os.X_OK)
-    ):
-        digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
-        folder = Path(tempfile.gettempdir()) / f"ragbudget-cursors-{os.getuid()}-{digest}"
+    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
+    folder = Path(tempfile.gettempdir()) / f"{FOLDER}-{os.getuid()}-{digest}"
     return FolderShelf(folder / backend.name)
