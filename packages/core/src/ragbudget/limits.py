@@ -24,6 +24,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
+from ragbudget._checks import check_int
 from ragbudget.counters import ScaledCounter, TokenCounter, count_up_to, stops_early
 
 __all__ = [
@@ -82,15 +83,6 @@ def utf16_length(text: str) -> int:
     return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
 
 
-def _limit(name: str, value: object, *, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        msg = f"{name} must be an int, got {value!r}"
-        raise TypeError(msg)
-    if value < minimum:
-        msg = f"{name} must be >= {minimum}, got {value}"
-        raise ValueError(msg)
-
-
 @dataclass(frozen=True)
 class Measured:
     """One text's size against each wall."""
@@ -132,11 +124,11 @@ class Walls:
     bytes: int | None = None
 
     def __post_init__(self) -> None:
-        _limit("tokens", self.tokens, minimum=0)
+        check_int("tokens", self.tokens, minimum=0)
         if self.chars is not None:
-            _limit("chars", self.chars, minimum=1)
+            check_int("chars", self.chars, minimum=1)
         if self.bytes is not None:
-            _limit("bytes", self.bytes, minimum=1)
+            check_int("bytes", self.bytes, minimum=1)
 
     def crossed(self, size: Measured) -> Wall | None:
         """The first wall `size` is over (tokens, then characters, then bytes), or None."""
