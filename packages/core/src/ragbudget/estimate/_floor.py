@@ -111,11 +111,8 @@ import string
 from collections.abc import Sequence
 from itertools import filterfalse, repeat
 
-from ragbudget.estimate._glued import glued_parts, letter_cut_count, mixed_cuts
-from ragbudget.estimate._pieces import (
-    plain_spaces,
-    text_tokens,
-)
+from ragbudget.estimate._glued import cut_spelling, glued_parts, letter_cut_count, mixed_cuts
+from ragbudget.estimate._pieces import plain_spaces, text_tokens
 from ragbudget.estimate._segments import fewest, spelled, spelling_tokens
 from ragbudget.estimate._text import (
     _CLASSES,
@@ -306,12 +303,16 @@ def _glued_tokens(other: list[bytes], chars: str, vocab: Vocabulary) -> int:
     join most (`ét`), and reading them cost European text a fifth of its time. Else 0."""
     if not _NOT_WORD.search(chars):
         return 0
-    runs, inside, spanned = glued_parts(b" ".join(other), vocab.glued)
+    joined = b" ".join(other)
+    runs, inside, spanned = glued_parts(joined, vocab.glued)
     inner, more = "".join(inside), []
     for singles, costs, joins in zip(vocab.floor_singles, vocab.floor_costs, spanned, strict=True):
         residue = singles.sub("", inner)  # its characters no token holds alone cost more
         more.append((costs.cost(residue) - len(residue) if residue else 0) - joins)
-    return word_tokens(runs, vocab) + len(inside) + max(more)
+    # runs cut off from what is before them cost their spelling (`cut_spelling`), if more
+    letters = word_tokens(runs, vocab)
+    spelled = cut_spelling(joined, runs, vocab.glued, vocab.segments)
+    return len(inside) + max(max(letters, s) + m for s, m in zip(spelled, more, strict=True))
 
 
 def word_tokens(

@@ -13,7 +13,11 @@ and runs of the rest between letters, and counts the boundaries between them tha
 spans. The floor prices each run of letters as an unknown ASCII word and each other run a
 token (its characters no token holds alone at their block's cost), less a token per boundary
 a token spans (one token spans each at most, joining the last token of one run to the first
-of the next): `ragbudget.estimate._floor.other_tokens`. The coarser cuts of
+of the next): `ragbudget.estimate._floor.other_tokens`. A run of letters right after such a
+character, where no token of the encoding holds the pair, is cut off from anything before it:
+its first token begins with its letters, as at a line's start, and it costs at least the
+fewest tokens that spell it so (`cut_spelling`; `Tm£Tm£...` is `T`, `m`, `£`... in cl100k,
+whose tokens beginning with `Tm` all hold a space before it). The coarser cuts of
 the same kind, by bytes, are here too: `letter_cut_count` (a letter beside a byte no token
 holds beside any letter) and `mixed_cuts` (Latin words with Cyrillic or Greek look-alikes).
 """
@@ -21,12 +25,22 @@ holds beside any letter) and `mixed_cuts` (Latin words with Cyrillic or Greek lo
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from itertools import pairwise
+from typing import TYPE_CHECKING
 
-__all__ = ["glued_parts", "glued_set", "letter_cut_count", "mixed_cuts"]
+if TYPE_CHECKING:
+    from ragbudget.estimate._segments import Segments
+
+__all__ = ["cut_spelling", "glued_parts", "glued_set", "letter_cut_count", "mixed_cuts"]
 
 # a run of non-ASCII characters between two ASCII letters, with them (the letters overlap)
 _INSIDE = re.compile("(?=([A-Za-z])([^\\x00-\\x7f]+)([A-Za-z]))")
+# an ASCII letter right after a non-ASCII character that is no letter (or one of Latin-1's
+# signs: `ª`, `µ`): a letter after a letter is mostly joined to it (`ét`), and checking those
+# would cost European text time for nothing
+_AFTER_MARK = re.compile("(?:[^\\w\\x00-\\x7f]|[\\x80-\\xbf])[A-Za-z]")
+_RUN = re.compile("[A-Za-z]+")
 _NOT_ASCII = bytes(range(0x80, 0x100))
 _WIDE_TO_SPACE = bytes.maketrans(_NOT_ASCII, b" " * len(_NOT_ASCII))
 _ASCII_BYTES = bytes(range(0x80))
@@ -55,6 +69,35 @@ def glued_parts(
         for pairs in held
     ]
     return joined.translate(_WIDE_TO_SPACE).split(), [run for _, run, _ in inside], spanned
+
+
+def cut_spelling(
+    joined: bytes,
+    runs: Sequence[bytes],
+    held: tuple[frozenset[str], ...],
+    segments: Sequence[Segments],
+) -> list[int]:
+    """Per encoding whose pairs `held` holds (`glued_set`) and whose spelling `segments` has,
+    what the runs of ASCII letters `runs` of the UTF-8 words `joined` (`glued_parts`' runs,
+    in their order) cost at least: those right after a non-ASCII character that no token of
+    the encoding holds beside their first letter the fewest tokens that spell them with
+    nothing before them (`Segments.tokens`' `alone`: a token ends before their first letter),
+    the others a token each (no token spans a cut, so their tokens are apart). Only
+    characters that are no letter (`_AFTER_MARK`) are checked. 0 for an encoding
+    where no run is so cut off (the caller's other prices stand)."""
+    text = joined.decode("utf-8", "surrogatepass")
+    found = [(m.end() - 1, m.group()) for m in _AFTER_MARK.finditer(text)]
+    out = [0] * len(held)
+    if not found or len(segments) != len(held):
+        return out
+    starts: list[int] = []
+    for i, (pairs, spelling) in enumerate(zip(held, segments, strict=True)):
+        cut = {at for at, pair in found if pair not in pairs}
+        if cut:
+            starts = starts or [m.start() for m in _RUN.finditer(text)]
+            alone = [run for at, run in zip(starts, runs, strict=True) if at in cut]
+            out[i] = spelling.tokens(alone, None, [True] * len(alone)) + len(runs) - len(alone)
+    return out
 
 
 def mixed_cuts(words: list[bytes], held: tuple[bytes, ...]) -> int:
