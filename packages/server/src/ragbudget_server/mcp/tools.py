@@ -34,7 +34,7 @@ from ragbudget_server.mcp.answers import Ask, FittedAnswer, ReadAnswer, SearchAn
 from ragbudget_server.mcp.budgeting import BudgetExceededError
 from ragbudget_server.mcp.client import client_name, log_if_asked
 from ragbudget_server.mcp.errors import refuse
-from ragbudget_server.mcp.reports import fit_report
+from ragbudget_server.mcp.reports import answer_json, answer_units, fit_listing, fit_report
 from ragbudget_server.mcp.roots import OutsideRootsError, check_ingest_paths, linked_file_reason
 from ragbudget_server.mcp.settings import ServerSettings
 from ragbudget_server.mcp.state import ServerState
@@ -359,7 +359,7 @@ async def ingest(
             "them searchable; the report counts them in sources_stale)."
         ),
     ] = True,
-) -> IngestReport:
+) -> ToolResult:
     """Index files and folders under the server's allowed roots (idempotent): text, code,
     PDF (cited by page), Word, PowerPoint, Excel, CSV, HTML and e-mail.
 
@@ -367,7 +367,7 @@ async def ingest(
     longer be indexed lose them, and deleted files leave the index (unless `prune` is false).
     Every file left out is named with its reason in `files_skipped`. Paths outside the
     allowed roots, including through symlinks, are refused; so are hard-linked files unless
-    the server allows them. The report fits the server's ceiling: long lists of files are cut
+    the server allows them. The report fits the caller's walls: long lists of files are cut
     (`problems_omitted`).
     """
     state = await _state(ctx)
@@ -392,10 +392,47 @@ async def ingest(
             report: IngestReport = await anyio.to_thread.run_sync(call)
         except StoreError as exc:
             raise refuse(exc) from exc
-    return fit_report(report, state.ceiling, state.counter)
+    walled = _listing_counter(ctx, state)
+    fitted = fit_report(report, walled.walls.tokens, walled)
+    return _listing_result(state, fitted, walled, fitted.problems_omitted)
 
 
-async def stats(ctx: Context) -> ServerStats:
+def _listing_counter(ctx: Context, state: ServerState) -> WalledCounter:
+    """What a JSON answer to this caller is counted with: its profile's walls, the token
+    wall capped by the server's ceiling."""
+    profile = state.profile(client_name(ctx))
+    counter = state.counter_for_profile("json", profile)
+    walls = profile.walls(counter)
+    return WalledCounter(counter, walls.with_tokens(min(walls.tokens, state.ceiling)))
+
+
+def _listing_result(
+    state: ServerState, answer: BaseModel, walled: WalledCounter, omitted: int
+) -> ToolResult:
+    """`answer` (fitted by `fit_listing`) as its JSON text block and structured content,
+    vouched for with the server's guard (which then does not count or cut it)."""
+    text, structured = answer_json(answer)
+    result = ToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content=structured,
+        meta={
+            "ragbudget": {
+                "walls": walled.walls.describe(),
+                "answer_units": answer_units(answer, walled),
+                "counter": walled.name,
+                "entries_omitted": omitted,
+            }
+        },
+    )
+    return state.measured(result, walled.inner.count(text), walled.inner)
+
+
+def _trim_stats(answer: ServerStats, keep: int) -> ServerStats:
+    store = answer.store.model_copy(update={"files_skipped": answer.store.files_skipped[:keep]})
+    return answer.model_copy(update={"store": store})
+
+
+async def stats(ctx: Context) -> ToolResult:
     """What is indexed (collections, chunk counts, embedding, counter) and this server's limits."""
     state = await _state(ctx)
     try:
@@ -404,7 +441,7 @@ async def stats(ctx: Context) -> ServerStats:
         raise refuse(exc) from exc
     profile = state.profile(client_name(ctx))
     counter = state.counter_for_profile("text", profile)
-    return ServerStats(
+    answer = ServerStats(
         store=store_stats,
         counter=state.counter.name,
         counter_exact=state.counter.exact,
@@ -416,6 +453,11 @@ async def stats(ctx: Context) -> ServerStats:
         client_profile_source=profile.source,
         profiles=list(profile_names()),
     )
+    walled = _listing_counter(ctx, state)
+    listed = len(store_stats.files_skipped)
+    fitted = fit_listing(answer, listed, _trim_stats, walled.walls.tokens, walled)
+    omitted = store_stats.files_skipped_count - len(fitted.store.files_skipped)
+    return _listing_result(state, fitted, walled, omitted)
 
 
 _READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
@@ -432,7 +474,7 @@ def register_tools(mcp: FastMCP[Any], settings: ServerSettings) -> None:
     add(
         Tool.from_function(read_document, annotations=_READ_ONLY, output_schema=_schema(ReadAnswer))
     )
-    add(Tool.from_function(stats, annotations=_READ_ONLY))
+    add(Tool.from_function(stats, annotations=_READ_ONLY, output_schema=_schema(ServerStats)))
     if settings.ingest_enabled:
         add(
             Tool.from_function(
@@ -443,5 +485,6 @@ def register_tools(mcp: FastMCP[Any], settings: ServerSettings) -> None:
                     idempotent_hint=True,
                     open_world_hint=False,
                 ),
+                output_schema=_schema(IngestReport),
             )
         )

@@ -1,0 +1,102 @@
+"""`ingest` and `stats` answers fit the client that reads them, through the SDK client over stdio.
+
+`ragbudget serve --allow-root` (the store's estimate counter) ingests a folder of 2,000 empty
+files with long names (each skipped) for a client sending a profile's `clientInfo.name`, then
+answers `stats`. Each answer, its JSON text block plus its structured content serialized as
+compact JSON, stays within that profile's walls (exact o200k and cl100k tokens, characters,
+UTF-8 bytes), is whole JSON (the server's guard did not cut it: no `ragbudget_cut` in `_meta`),
+and says exactly how many entries it left out.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp_helpers import serve_command
+from mcp_types import Implementation, TextContent
+from processes import server_env
+from ragbudget import get_counter
+from ragbudget.limits import DEFAULT_PROFILE, ClientProfile, profile_for, utf16_length
+
+pytestmark = [pytest.mark.process, pytest.mark.slow]
+
+SKIPPED = 2000
+STEM = "a-file-with-a-rather-long-name-that-nothing-can-index-" * 2
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("listing") / "root"
+    root.mkdir()
+    for i in range(SKIPPED):
+        (root / f"{STEM}{i:04d}.txt").write_text("")  # empty: skipped with its reason
+    (root / "real.md").write_text("Some real text about quokkas.\n")
+    return root
+
+
+def _whole(result: Any) -> str:
+    texts = [b.text for b in result.content if isinstance(b, TextContent)]
+    assert len(texts) == len(result.content) == 1
+    structured = json.dumps(result.structured_content, ensure_ascii=False, separators=(",", ":"))
+    assert json.loads(texts[0]) == result.structured_content, "the text block is the whole JSON"
+    return "\n".join([*texts, structured])
+
+
+def _within(profile: ClientProfile, whole: str) -> None:
+    tokens = profile.walls().tokens
+    for spec in ("tiktoken:o200k_base", "tiktoken:cl100k_base"):
+        assert get_counter(spec).count(whole) <= tokens, (profile.name, spec)
+    if profile.chars is not None:
+        assert utf16_length(whole) <= profile.chars and len(whole) <= profile.chars
+    if profile.bytes is not None:
+        assert len(whole.encode()) <= profile.bytes, (profile.name, len(whole.encode()))
+
+
+async def _calls(root: Path, db: Path, name: str) -> tuple[Any, Any]:
+    command = serve_command()
+    args = [*command[1:], "--db", str(db), "--allow-root", str(root)]
+    params = StdioServerParameters(command=command[0], args=args, env=server_env())
+    async with (
+        stdio_client(params, errlog=sys.stderr) as (read, write),
+        ClientSession(read, write, client_info=Implementation(name=name, version="1")) as session,
+    ):
+        await session.initialize()
+        ingest = await session.call_tool("ingest", {"paths": [str(root)]})
+        stats = await session.call_tool("stats", {})
+    return ingest, stats
+
+
+@pytest.mark.parametrize("name", ["github-copilot-cli", "some-other-agent"])
+async def test_ingest_and_stats_answers_fit_the_walls_of_the_client(
+    name: str, root: Path, tmp_path: Path
+) -> None:
+    profile = profile_for(name)
+    assert profile.name == ("copilot-cli" if name == "github-copilot-cli" else "default")
+    assert profile.name != "default" or profile == DEFAULT_PROFILE
+    ingest, stats = await _calls(root, tmp_path / "db", name)
+    for result in (ingest, stats):
+        assert not result.is_error, result.content
+        _within(profile, _whole(result))
+        meta = result.meta or {}
+        assert "ragbudget_cut" not in json.dumps(meta), meta
+
+    report = ingest.structured_content
+    assert report["files_seen"] == SKIPPED + 1 and report["files_ingested"] == 1
+    listed = len(report["files_skipped"])
+    assert 0 < listed < SKIPPED
+    assert report["problems_omitted"] == SKIPPED - listed  # exact
+    assert all(entry["reason"] == "empty" for entry in report["files_skipped"])
+    assert ingest.meta["ragbudget"]["entries_omitted"] == SKIPPED - listed
+
+    store = stats.structured_content["store"]
+    assert store["files_skipped_count"] == SKIPPED  # the count stays true
+    assert 0 < len(store["files_skipped"]) <= SKIPPED
+    assert stats.structured_content["client_profile"] == profile.name
+    omitted = stats.meta["ragbudget"]["entries_omitted"]
+    assert omitted == SKIPPED - len(store["files_skipped"])
