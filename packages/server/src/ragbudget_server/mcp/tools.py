@@ -410,20 +410,25 @@ def _listing_result(
     state: ServerState, answer: BaseModel, walled: WalledCounter, omitted: int
 ) -> ToolResult:
     """`answer` (fitted by `fit_listing`) as its JSON text block and structured content,
-    vouched for with the server's guard (which then does not count or cut it)."""
+    vouched for with the server's guard (which then does not count or cut it) when it fits the
+    walls; an answer over them even with its lists emptied (a tiny ceiling) is left to the
+    guard to cut, never vouched for."""
     text, structured = answer_json(answer)
+    units = answer_units(answer, walled)
     result = ToolResult(
         content=[TextContent(type="text", text=text)],
         structured_content=structured,
         meta={
             "ragbudget": {
                 "walls": walled.walls.describe(),
-                "answer_units": answer_units(answer, walled),
+                "answer_units": units,
                 "counter": walled.name,
                 "entries_omitted": omitted,
             }
         },
     )
+    if units > walled.walls.tokens:
+        return result
     return state.measured(result, walled.inner.count(text), walled.inner)
 
 
