@@ -323,3 +323,32 @@ def test_serializes_and_loads_back() -> None:
     assert (back.max_tokens, back.counter, back.strategy) == (300, "chars:3", "fill")
     assert back.metadata_mode is MetadataMode.LLM
     assert TokenBudgetPostprocessor(counter=len).to_dict()["counter"] is None
+
+
+@pytest.mark.parametrize("oversize", ["truncate", "drop"])
+async def test_a_budget_too_small_for_any_node_is_an_empty_list_with_the_reason(
+    oversize: str,
+    cl100k: TokenCounter,
+    budget_events: BudgetEvents,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Documented in docs/llamaindex.md: an empty list (no exception), the event's report says
+    why (truncated, reason token_budget, every id dropped), and one WARNING says what to fix."""
+    nodes = prose_nodes([0.5, 0.6])
+    # 1 token holds not even the cut marker; with "drop", 20 hold no whole docstring
+    budget = TokenBudgetPostprocessor(
+        max_tokens=1 if oversize == "truncate" else 20, counter=cl100k, oversize=oversize
+    )
+    with caplog.at_level(logging.WARNING):
+        assert budget.postprocess_nodes(nodes) == []
+        assert await budget.apostprocess_nodes(nodes) == []
+    for event in budget_events.events:
+        info = event.info
+        assert (info.truncated, info.reason, info.returned_count) == (True, "token_budget", 0)
+        assert sorted(info.dropped_ids) == ["n-argparse", "n-json"] and event.nodes == []
+    assert len(budget_events.events) == 2
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 2, warnings
+    assert "holds none of the 2 nodes" in warnings[0] and "raise max_tokens" in warnings[0]
+    assert TokenBudgetPostprocessor(max_tokens=0).postprocess_nodes(nodes) == []
+    assert len([r for r in caplog.records if r.levelno == logging.WARNING]) == 2  # 0 is asked

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import numbers
 from collections.abc import Callable, Sequence
@@ -23,6 +24,8 @@ from langchain_ragbudget._evidence import (
 )
 
 __all__ = ["SCORE_KEYS", "BudgetOptions", "check_k"]
+
+logger = logging.getLogger(__name__)
 
 SCORE_KEYS: tuple[str, ...] = ("relevance_score", "score", "similarity_score")
 """Metadata keys read for a score, in this order, when `score_key` is not given: rerankers
@@ -256,6 +259,14 @@ class BudgetOptions(BaseModel):
         if folded:  # a left-out document takes the ids folded into it along
             out = [m for i in info.dropped_ids for m in [i, *_members(folded.get(i, {}))]]
             info = info.widened(original_count=given, dropped_ids=out)
+        if given and not kept and self.max_tokens > 0:
+            # No document fits: an empty list, as LangChain's filters return when nothing
+            # passes; the report says so (truncated, reason 'token_budget', every id dropped).
+            logger.warning(
+                "max_tokens=%d holds none of the %d documents (oversize=%r): the result is "
+                "empty; raise max_tokens (oversize='truncate' cuts a document to fit)",
+                self.max_tokens, given, self.oversize,
+            )  # fmt: skip
         # A retriever's caller cannot ask for the next page: the report names no continuation,
         # so its notice says what was left out and nothing about an offset.
         return kept, info.model_copy(update={"next_offset": None})

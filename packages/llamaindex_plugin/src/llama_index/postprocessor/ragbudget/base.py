@@ -280,6 +280,14 @@ class TokenBudgetPostprocessor(BaseNodePostprocessor):
             result, info=result.info.model_copy(update={"next_offset": None})
         )
         _log(result.info)
+        if nodes and not result.nodes and self.max_tokens > 0:
+            # No node fits: an empty list, as LlamaIndex's postprocessors return when nothing
+            # passes; the event's report says so (truncated, reason 'token_budget').
+            logger.warning(
+                "max_tokens=%d holds none of the %d nodes (oversize=%r): the result is "
+                "empty; raise max_tokens (oversize='truncate' cuts a node to fit)",
+                self.max_tokens, len(nodes), self.oversize,
+            )  # fmt: skip
         return result
 
     def _postprocess_nodes(
