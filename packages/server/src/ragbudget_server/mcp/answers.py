@@ -236,7 +236,7 @@ def fit_answer(ask: Ask, fetch: Callable[[int, TokenCounter], R]) -> FittedAnswe
     budget = max(1, limit - walled.count(_notice(ask, "chars") or "") - _OVERHEAD)
     floor: int | None = None  # the smallest budget the store's text can take, once it said
     overhead = 0
-    for _ in range(_TRIES):
+    for attempt in range(_TRIES):
         try:
             response = fetch(budget, walled)
         except StoreError as exc:
@@ -280,7 +280,13 @@ def fit_answer(ask: Ask, fetch: Callable[[int, TokenCounter], R]) -> FittedAnswe
         smallest = 1 if floor is None else floor
         if budget <= smallest:
             break
-        budget = max(smallest, min(budget, used) - (units - limit))  # the text must shrink
+        # The text must shrink, and the structured content shrinks with its results: first by
+        # the share the whole is over (a page of 100 results over by 10% keeps about 90 of
+        # them), the last tries by the whole excess, so that it ends.
+        over = units - limit
+        if attempt < _TRIES - 2:
+            over = -(-min(budget, used) * over // units)
+        budget = max(smallest, min(budget, used) - over)
     least = (floor or 1) + overhead
     msg = (
         f"max_tokens={limit} cannot hold even the smallest answer here with its structured "
