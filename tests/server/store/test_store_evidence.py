@@ -63,9 +63,15 @@ def test_evidence_answers_fit_and_show_the_files_text(
     args = {"max_tokens": budget, "limit": 20, "format": fmt, "counter": counter}
     try:
         store.search(query, evidence=False, **args)  # type: ignore[arg-type]
-    except StoreError:  # a budget too small for any answer is as much an error as before
-        with pytest.raises(StoreError, match="use max_tokens >="):
-            store.search(query, evidence=True, max_per_source=cap, **args)  # type: ignore[arg-type]
+    except StoreError:  # too small for the plain prefix: evidence either says what it needs
+        try:  # too, or (its cut can be shorter: best-matching lines) answers within the budget
+            got = store.search(query, evidence=True, max_per_source=cap, **args)  # type: ignore[arg-type]
+        except StoreError as exc:
+            message = str(exc)
+        else:
+            _check(got, store, counter, budget)
+            return
+        assert "use max_tokens >=" in message
         return
     got = store.search(query, evidence=True, max_per_source=cap, **args)  # type: ignore[arg-type]
     _check(got, store, counter, budget)
