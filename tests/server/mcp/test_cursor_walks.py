@@ -14,6 +14,8 @@ continue with the cursor to the end. ~20 s in all, most of it starting four proc
 from __future__ import annotations
 
 import random
+import shutil
+import subprocess
 import sys
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -162,4 +164,71 @@ async def test_a_cursor_continues_across_a_server_restart(
         pages_in_all += pages
     assert end is None, "the walk must end"
     assert pages_in_all >= 3
+    _assert_once(seen, _expected(walk_db, ask), ask)
+
+
+@pytest.mark.xfail(
+    reason="known bug (issue 39): after another process's ingest, a page sometimes finds its "
+    "window's chunks moved on every try and answers 'could not be fitted with its cursor' "
+    "(store/paging.py search_page); it passes alone and in a whole-file run",
+    strict=False,
+)
+async def test_another_process_ingests_between_pages(
+    walk_db: tuple[Path, dict[str | None, set[str]]], tmp_path: Path
+) -> None:
+    """`ragbudget ingest` in a process of its own writes new files into the store while a
+    server process walks a cursor: every later page says the store changed, and the walk
+    accounts for exactly the chunks of its first page's snapshot, none repeated, none new."""
+    db = tmp_path / "db"
+    shutil.copytree(walk_db[0], db)
+    new = tmp_path / "new"
+    new.mkdir()
+    for f in range(3):
+        (new / f"n{f}.txt").write_text("w3 w10 w22 fresh words\n" * 40)
+    ask = WALKS[0]
+    seen: Counter[str] = Counter()
+    changed: list[bool | None] = []
+    async with _server("stdio", db) as call:
+        first = await call(ask)
+        seen.update(first.accounted_ids())
+        assert first.next_cursor is not None and first.store_changed is None
+        ingest = subprocess.run(
+            [serve_command()[0], "ingest", str(new), "--db", str(db)],
+            capture_output=True, text=True, env=server_env(), timeout=120, check=False,
+        )  # fmt: skip
+        assert ingest.returncode == 0, ingest.stderr
+        cursor: str | None = first.next_cursor
+        for _ in range(500):
+            page = await call({**ask, "cursor": cursor})
+            seen.update(page.accounted_ids())
+            changed.append(page.store_changed)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+    assert cursor is None, "the walk must end"
+    assert changed and all(changed), changed  # every page after the ingest says so
+    _assert_once(seen, _expected(walk_db, ask), ask)  # the snapshot's chunks, once each
+
+
+async def test_two_server_processes_share_one_walk(
+    walk_db: tuple[Path, dict[str | None, set[str]]],
+) -> None:
+    """Two `ragbudget serve` processes on one store at once: a walk whose pages alternate
+    between them accounts for every matching chunk once (the cursor is the store's, not a
+    process's)."""
+    ask = WALKS[1]
+    seen: Counter[str] = Counter()
+    async with _server("stdio", walk_db[0]) as one, _server("http", walk_db[0]) as two:
+        cursor: str | None = None
+        pages = 0
+        for n in range(500):
+            call = one if n % 2 == 0 else two
+            page = await call({**ask, "cursor": cursor} if cursor is not None else ask)
+            seen.update(page.accounted_ids())
+            pages += 1
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+    assert cursor is None, "the walk must end"
+    assert pages >= 3
     _assert_once(seen, _expected(walk_db, ask), ask)
