@@ -167,12 +167,6 @@ async def test_a_cursor_continues_across_a_server_restart(
     _assert_once(seen, _expected(walk_db, ask), ask)
 
 
-@pytest.mark.xfail(
-    reason="known bug (issue 39): after another process's ingest, a page sometimes finds its "
-    "window's chunks moved on every try and answers 'could not be fitted with its cursor' "
-    "(store/paging.py search_page); it passes alone and in a whole-file run",
-    strict=False,
-)
 async def test_another_process_ingests_between_pages(
     walk_db: tuple[Path, dict[str | None, set[str]]], tmp_path: Path
 ) -> None:

@@ -295,11 +295,21 @@ class DocumentStore:
         rendering = Rendering.of(format, offset_hint)
         tc = self._backend.counter if counter is None else get_counter(counter)
         where = self._where(file_type, directory)
-        collection = self._backend.require()
+        backend = self._backend
+        backend.require()  # no store, no collection: the error says so before any work
+
+        # The collection is looked up at each use, not once here: another process's ingest
+        # makes the live store reopen its client mid-search, and a handle of the old client
+        # finds none of the records the new one ranked.
+        def total() -> int:
+            return self._total(backend.require(), where)
+
+        def records(ids: list[str]) -> dict[str, tuple[str, dict[str, Any]]]:
+            return self._records(backend.require(), ids)
+
         return search_page(
-            self._backend, query=query, where=where, offset=offset, cursor=cursor, limit=limit,
-            total=functools.partial(self._total, collection, where), max_tokens=max_tokens,
-            counter=tc, rendering=rendering, records=functools.partial(self._records, collection),
+            backend, query=query, where=where, offset=offset, cursor=cursor, limit=limit,
+            total=total, max_tokens=max_tokens, counter=tc, rendering=rendering, records=records,
             concise=bool(concise), evidence=bool(evidence), max_per_source=max_per_source,
         )  # fmt: skip
 
