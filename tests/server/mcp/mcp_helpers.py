@@ -12,7 +12,8 @@ from typing import IO, Any
 
 from mcp_types import TextContent
 from processes import http_process
-from ragbudget import TokenCounter
+from ragbudget import TokenCounter, get_counter
+from ragbudget.limits import ClientProfile, utf16_length
 
 COUNTER_SPEC = "tiktoken:cl100k_base"
 """The exact counter every test server measures budgets with."""
@@ -78,3 +79,15 @@ def whole_answer(result: Any) -> str:
     if structured is not None:
         blocks.append(json.dumps(structured, ensure_ascii=False, separators=(",", ":")))
     return "\n".join(blocks)
+
+
+def assert_within_walls(profile: ClientProfile, whole: str) -> None:
+    """`whole` (an answer as `whole_answer` gives it) within `profile`'s walls, by the real
+    tokenizers (exact o200k and cl100k), characters (UTF-16 units and code points) and bytes."""
+    tokens = profile.walls().tokens
+    for spec in ("tiktoken:o200k_base", "tiktoken:cl100k_base"):
+        assert get_counter(spec).count(whole) <= tokens, (profile.name, spec)
+    if profile.chars is not None:
+        assert utf16_length(whole) <= profile.chars and len(whole) <= profile.chars
+    if profile.bytes is not None:
+        assert len(whole.encode()) <= profile.bytes, (profile.name, len(whole.encode()))

@@ -11,7 +11,6 @@ result's text, and log messages come only when a level was asked for.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,12 +19,11 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPDeprecationWarning
-from mcp_helpers import serve_command
-from mcp_types import Implementation, TextContent
+from mcp_helpers import assert_within_walls, serve_command, whole_answer
+from mcp_types import Implementation
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from processes import server_env
-from ragbudget import get_counter
-from ragbudget.limits import DEFAULT_PROFILE, PROFILES, ClientProfile, utf16_length
+from ragbudget.limits import DEFAULT_PROFILE, PROFILES, ClientProfile
 from ragbudget_server.store import DocumentStore
 
 pytestmark = [pytest.mark.process, pytest.mark.slow]
@@ -47,23 +45,6 @@ def estimate_db(stdlib: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     store.ingest([stdlib / "pydoc_data" / "topics.py", stdlib / "json"])
     store.close()
     return db
-
-
-def _whole(result: Any) -> str:
-    texts = [b.text for b in result.content if isinstance(b, TextContent)]
-    assert len(texts) == len(result.content)
-    structured = json.dumps(result.structured_content, ensure_ascii=False, separators=(",", ":"))
-    return "\n".join([*texts, structured])
-
-
-def _within(profile: ClientProfile, whole: str) -> None:
-    tokens = profile.walls().tokens
-    for spec in ("tiktoken:o200k_base", "tiktoken:cl100k_base"):
-        assert get_counter(spec).count(whole) <= tokens, (profile.name, spec)
-    if profile.chars is not None:
-        assert utf16_length(whole) <= profile.chars and len(whole) <= profile.chars
-    if profile.bytes is not None:
-        assert len(whole.encode()) <= profile.bytes
 
 
 async def _session_calls(db: Path, name: str, topics: str, log_level: Any = None) -> list[Any]:
@@ -110,8 +91,8 @@ async def test_every_answer_is_within_the_walls_of_the_client_that_asked(
     assert stats.structured_content["client_profile"] == profile.name
     for result in results:
         assert not result.is_error, result.content
-        whole = _whole(result)
-        _within(profile, whole)
+        whole = whole_answer(result)
+        assert_within_walls(profile, whole)
         budget = result.structured_content["budget"]
         assert budget["profile"] == profile.name
         if budget.get("bound"):  # the notice says the wall in words and names the profile

@@ -18,11 +18,10 @@ from typing import Any
 import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from mcp_helpers import serve_command
-from mcp_types import Implementation, TextContent
+from mcp_helpers import assert_within_walls, serve_command, text_blocks, whole_answer
+from mcp_types import Implementation
 from processes import server_env
-from ragbudget import get_counter
-from ragbudget.limits import DEFAULT_PROFILE, ClientProfile, profile_for, utf16_length
+from ragbudget.limits import DEFAULT_PROFILE, profile_for
 
 pytestmark = [pytest.mark.process, pytest.mark.slow]
 
@@ -41,21 +40,10 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _whole(result: Any) -> str:
-    texts = [b.text for b in result.content if isinstance(b, TextContent)]
-    assert len(texts) == len(result.content) == 1
-    structured = json.dumps(result.structured_content, ensure_ascii=False, separators=(",", ":"))
-    assert json.loads(texts[0]) == result.structured_content, "the text block is the whole JSON"
-    return "\n".join([*texts, structured])
-
-
-def _within(profile: ClientProfile, whole: str) -> None:
-    tokens = profile.walls().tokens
-    for spec in ("tiktoken:o200k_base", "tiktoken:cl100k_base"):
-        assert get_counter(spec).count(whole) <= tokens, (profile.name, spec)
-    if profile.chars is not None:
-        assert utf16_length(whole) <= profile.chars and len(whole) <= profile.chars
-    if profile.bytes is not None:
-        assert len(whole.encode()) <= profile.bytes, (profile.name, len(whole.encode()))
+    """The answer as `whole_answer` gives it, once its one block is checked to be the JSON."""
+    (text,) = text_blocks(result)
+    assert json.loads(text) == result.structured_content, "the text block is the whole JSON"
+    return whole_answer(result)
 
 
 async def _calls(root: Path, db: Path, name: str) -> tuple[Any, Any]:
@@ -82,7 +70,7 @@ async def test_ingest_and_stats_answers_fit_the_walls_of_the_client(
     ingest, stats = await _calls(root, tmp_path / "db", name)
     for result in (ingest, stats):
         assert not result.is_error, result.content
-        _within(profile, _whole(result))
+        assert_within_walls(profile, _whole(result))
         meta = result.meta or {}
         assert "ragbudget_cut" not in json.dumps(meta), meta
 

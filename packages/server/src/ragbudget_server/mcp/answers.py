@@ -18,7 +18,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 from ragbudget.counters import TokenCounter
@@ -64,7 +64,7 @@ class Budget(_Model):
 
     profile: str = Field(description="The client profile in force (see `stats`).")
     walls: WallsInfo = Field(description="The walls the whole answer stays within.")
-    bound: Literal["tokens", "chars", "bytes"] | None = Field(
+    bound: Wall | None = Field(
         default=None,
         description="The wall the answer stopped at when something was left out; else None.",
     )
