@@ -26,7 +26,7 @@ from walls_check import over, read_all, readable
 NAMES = {
     "claude-code": "claude-code",
     "codex": "codex-mcp-client",
-    "copilot-cli": "github-copilot-cli",
+    "copilot-cli": "github-copilot-developer",  # what Copilot CLI sends (copilot-cli#1268)
     "default": "some-new-agent",
 }
 """A `clientInfo.name` each profile picks."""
