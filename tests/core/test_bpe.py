@@ -95,3 +95,27 @@ def test_largest_cut_is_the_last_point_that_fits() -> None:
             assert fitted.tokens == counter.count(fitted.text) <= limit
             after = points.index(fitted.size) + 1
             assert after == len(points) or counter.count(text[: points[after]]) > limit
+
+
+def test_the_exact_spec_is_the_larger_of_both_encodings(real_texts: list[str]) -> None:
+    """`exact` keeps the estimate's promise (at or above both encodings) with no margin."""
+    exact = get_counter("exact")
+    assert exact.name == "exact" and exact.exact and stops_early(exact)
+    cl100k, o200k = BpeCounter("cl100k_base"), BpeCounter("o200k_base")
+    larger_by = set()
+    for text in [*real_texts[:40], *real_texts[-6:], "u\ufeff" * 300, "ix\u00ad" * 200]:
+        pair = (cl100k.count(text), o200k.count(text))
+        assert exact.count(text) == max(pair)
+        larger_by.add(pair[0] > pair[1])
+        limit = max(pair) // 2
+        assert count_up_to(exact, text, limit) > limit  # stops past the limit
+        assert count_up_to(exact, text, max(pair)) == max(pair)
+    assert larger_by == {True, False}  # each encoding is the larger one somewhere
+
+
+def test_the_guarded_surfaces_default_to_exact() -> None:
+    from ragbudget.exact import LargestCounter, default_spec
+
+    assert default_spec() == "exact"  # bpe-openai is in the workspace
+    with pytest.raises(ValueError, match="counters"):
+        LargestCounter(BpeCounter("o200k_base"), name="one")

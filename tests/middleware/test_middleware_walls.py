@@ -1,7 +1,7 @@
 """Issue 38: each client's walls, by the name it sends, on everything a model may read.
 
 Through fastmcp's in-memory client with each profile's client name and the middleware at its
-defaults (the estimate with its margin): every result and every page within the profile's
+defaults (the `exact` counter, with bpe-openai installed): every result and every page within the profile's
 walls by exact o200k and cl100k, characters and bytes, counted on the text blocks plus the
 structured content as sent; pages still rebuild the original exactly.
 """
@@ -26,7 +26,7 @@ from walls_check import over, read_all, readable
 NAMES = {
     "claude-code": "claude-code",
     "codex": "codex-mcp-client",
-    "copilot-cli": "github-copilot-cli",
+    "copilot-cli": "github-copilot-developer",  # what Copilot CLI sends (copilot-cli#1268)
     "default": "some-new-agent",
 }
 """A `clientInfo.name` each profile picks."""
@@ -89,7 +89,9 @@ async def test_fixed_walls_and_profile_override_the_clients_name() -> None:
 async def test_default_profile_for_an_unknown_client() -> None:
     middleware = TokenBudgetMiddleware()
     assert middleware.max_tokens == DEFAULT_PROFILE.tokens
-    assert middleware.counter.name == "estimate+15%"  # the estimate's margin
+    assert middleware.counter.name == "exact"  # bpe-openai comes with ragbudget[fastmcp]
+    estimated = TokenBudgetMiddleware(counter="estimate")
+    assert estimated.counter.name == "estimate+15%"  # the estimate's margin
     assert {p.name for p in PROFILES} >= set(NAMES) - {"default"}
 
 
@@ -162,3 +164,22 @@ async def test_the_nested_mirror_keeps_matching_and_pages_back() -> None:
         assert over(result, Walls(3_000, chars=DEFAULT_PROFILE.chars)) == []
         pages = [json.loads(b) for b in await read_all(client, result, Walls(3_000))]
     assert join_pages(shown, pages) == NESTED
+
+
+@pytest.mark.parametrize("unit", ["u\ufeff", "ix\u00ad", "\u00a0kqzv ", "αbцд漢x "])
+async def test_text_crafted_against_the_estimate_stays_within_the_walls(unit: str) -> None:
+    """The estimate's worst cases (1.3-1.6x its count by both tokenizers) at the defaults:
+    the middleware counts with `exact`, so each page is within the walls and pages rebuild it."""
+    text = (unit * (78 // len(unit)) + "\n") * 800
+    server: FastMCP[Any] = FastMCP("crafted")
+
+    @server.tool
+    def crafted() -> str:
+        return text
+
+    server.add_middleware(TokenBudgetMiddleware())
+    walls = profile_for(NAMES["claude-code"]).walls()
+    async with _client(server, NAMES["claude-code"]) as client:
+        result = await client.call_tool("crafted")
+        assert over(result, walls) == []
+        assert "".join([result.content[0].text, *await read_all(client, result, walls)]) == text

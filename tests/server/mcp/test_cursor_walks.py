@@ -54,7 +54,9 @@ def walk_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str | 
     root = tmp_path_factory.mktemp("cursor-walks")
     rng = random.Random(7)
     for f in range(8):
-        text = "\n".join(" ".join(rng.choice(WORDS) for _ in range(3)) for _ in range(50))
+        text = "\n".join(
+            " ".join(rng.choice(WORDS) for _ in range(3)) for _ in range(80)
+        )  # two lines a chunk (exact counter)
         (root / "src").mkdir(exist_ok=True)
         (root / "src" / (f"f{f}.txt" if f % 2 else f"f{f}.md")).write_text(text + "\n")
     store = DocumentStore(path=root / "db")

@@ -21,7 +21,6 @@ from ragbudget import get_counter
 from ragbudget.counters import CLAUDE_FACTOR, ScaledCounter
 from ragbudget_server.mcp import ServerSettings, create_server
 from ragbudget_server.mcp.answers import SearchAnswer
-from ragbudget_server.mcp.settings import server_counter
 from ragbudget_server.store import DocumentStore
 
 
@@ -100,7 +99,7 @@ async def test_text_answers_carry_results_verbatim_and_structured_content_withou
     assert "text" not in response.results[0].model_dump()  # one copy: the text block's
     for r in response.results:
         assert f":{r.start_line}-{r.end_line}" in text
-    assert response.budget.counter == "estimate+10%"
-    counter = server_counter(get_counter("estimate"))
+    assert response.budget.counter == "exact"  # bpe-openai is installed with the server
+    counter = get_counter("exact")
     assert response.budget.text_tokens == sum(counter.count(b) for b in text_blocks(result))
     assert f'cursor="{response.next_cursor}"' in text and "--cursor" not in text

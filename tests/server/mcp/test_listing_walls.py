@@ -60,12 +60,14 @@ async def _calls(root: Path, db: Path, name: str) -> tuple[Any, Any]:
     return ingest, stats
 
 
-@pytest.mark.parametrize("name", ["github-copilot-cli", "some-other-agent"])
+@pytest.mark.parametrize(
+    "name", ["github-copilot-developer", "github-copilot-cli", "some-other-agent"]
+)
 async def test_ingest_and_stats_answers_fit_the_walls_of_the_client(
     name: str, root: Path, tmp_path: Path
 ) -> None:
     profile = profile_for(name)
-    assert profile.name == ("copilot-cli" if name == "github-copilot-cli" else "default")
+    assert profile.name == ("default" if name == "some-other-agent" else "copilot-cli")
     assert profile.name != "default" or profile == DEFAULT_PROFILE
     ingest, stats = await _calls(root, tmp_path / "db", name)
     for result in (ingest, stats):

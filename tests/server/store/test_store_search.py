@@ -259,7 +259,7 @@ def test_stats_describe_the_store(stdlib_store: DocumentStore) -> None:
     stats = stdlib_store.stats()
     assert stats.chunks == stdlib_store.collection.count()
     assert stats.documents == len(stdlib_store.sources()) > 60
-    assert stats.embedding == "hashing" and stats.counter == "estimate"
+    assert stats.embedding == "hashing" and stats.counter == "exact"  # the default with bpe-openai
     assert stats.collection == "stdlib-eval"
     assert (stats.path is None) != (stats.server is None)
 

@@ -409,6 +409,15 @@ def _from_string(spec: str) -> TokenCounter:
         return CharsCounter(n)
     if kind == "tiktoken":
         return _tiktoken_spec(arg.strip() or "cl100k_base")
+    if kind == "exact" and not arg:
+        from ragbudget.bpe import bpe_available
+        from ragbudget.exact import LargestCounter
+
+        if not bpe_available() and importlib.util.find_spec("tiktoken") is None:
+            msg = "the 'exact' counter needs bpe-openai: pip install 'ragbudget[bpe]'"
+            raise ImportError(msg)
+        pair = (_tiktoken_spec("cl100k_base"), _tiktoken_spec("o200k_base"))
+        return LargestCounter(*pair, name="exact")
     if kind == "bpe":
         from ragbudget.bpe import BpeCounter
 
@@ -416,7 +425,7 @@ def _from_string(spec: str) -> TokenCounter:
     if kind == "hf" and arg:
         return HFCounter(arg)
     msg = (
-        f"unknown counter spec {spec!r}: use 'estimate', 'claude', 'chars:N', "
+        f"unknown counter spec {spec!r}: use 'estimate', 'exact', 'claude', 'chars:N', "
         "'tiktoken:<encoding or model>', 'bpe:<encoding>', "
         "'hf:<path to tokenizer.json>', a tokenizers.Tokenizer, or a callable str -> int"
     )
@@ -448,6 +457,8 @@ def get_counter(spec: CounterSpec = None) -> TokenCounter:
     - `None` or `"estimate"`: the dependency-free estimator (the default everywhere), safe
       for both cl100k_base and o200k_base; `"estimate:cl100k_base"` / `"estimate:o200k_base"`
       are tighter estimates calibrated to one encoding.
+    - `"exact"`: the larger of the exact cl100k_base and o200k_base counts (`bpe-openai`
+      when installed, `ragbudget[bpe]`, else tiktoken): the estimate's promise, exactly.
     - `"claude"`: for Claude models (no published tokenizer): the estimate times 1.755, the
       largest published inflation of Claude's tokenizers over o200k (`ragbudget.counters`).
     - `"chars:N"`: `len(text) // N`.

@@ -337,14 +337,15 @@ PROFILES: tuple[ClientProfile, ...] = (
     ),
     ClientProfile(
         name="copilot-cli",
-        sends="github-copilot-cli",
+        sends="github-copilot-developer",
         title="Copilot CLI",
-        clients=("github-copilot-cli", "copilot-cli"),
+        clients=("github-copilot-developer", "github-copilot-cli", "copilot-cli"),
         tokens=2_500,
         chars=None,
         bytes=10_000,
         source="Cuts MCP tool text to 10 KB (10 * 1024 bytes) before its save-to-file step "
-        "(github/copilot-cli#1732).",
+        "(github/copilot-cli#1732); it sends clientInfo.name 'github-copilot-developer' "
+        "(initialize messages quoted in github/copilot-cli#1268, 0.0.401 and 1.0.25).",
     ),
     ClientProfile(
         name="gemini-cli",

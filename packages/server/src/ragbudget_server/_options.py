@@ -58,8 +58,9 @@ Counter = Annotated[
     str | None,
     typer.Option(
         envvar="RAGBUDGET_COUNTER",
-        show_default="the collection's own, else estimate",
-        help="Token counter: estimate, claude, chars:N, tiktoken:<encoding>, hf:<tokenizer.json>.",
+        show_default="the collection's own, else exact",
+        help="Token counter: exact, estimate, claude, chars:N, tiktoken:<encoding>, "
+        "hf:<tokenizer.json>.",
     ),
 ]
 ConnectTimeout = Annotated[

@@ -18,6 +18,7 @@ from fastmcp.tools import Tool, ToolResult
 from fastmcp.tools.base import InputRequiredToolResult
 
 from ragbudget.counters import CounterSpec, TokenCounter, get_counter
+from ragbudget.exact import default_spec
 from ragbudget.limits import Walls, with_estimate_margin
 from ragbudget.middleware.client_log import send_log
 from ragbudget.middleware.client_walls import (
@@ -78,7 +79,7 @@ class TokenBudgetMiddleware(ToolInjectionMiddleware):
     same walls. Results within them pass through untouched.
 
     Setup:
-        `pip install 'ragbudget[fastmcp]'` (and `ragbudget[tiktoken]` for exact counts).
+        `pip install 'ragbudget[fastmcp]'` (with bpe-openai for exact counts).
 
     Key init args:
         max_tokens: the token wall of every result (at least 128); default None: the
@@ -88,9 +89,10 @@ class TokenBudgetMiddleware(ToolInjectionMiddleware):
             client instead of the one each client's name picks.
         walls: fixed `ragbudget.limits.Walls` for every client (not with `max_tokens` or
             `client`).
-        counter: token counter spec (`ragbudget.get_counter`); default the calibrated
-            estimate, as `ragbudget serve` uses, with a 15% margin on top (any inexact
-            counter gets it); e.g. `"tiktoken:o200k_base"` for exact counts.
+        counter: token counter spec (`ragbudget.get_counter`); default `"exact"` (the
+            larger of the exact cl100k_base and o200k_base counts, by bpe-openai, which
+            `ragbudget[fastmcp]` installs where it has wheels), else the calibrated estimate
+            with a 15% margin on top (any inexact counter gets it).
         tool_budgets: per tool, a token wall (int) or all the walls (`Walls`).
         exclude_tools: names of tools whose results are never touched.
         cache_entries / cache_chars / cache_bytes / cache_ttl: bounds of the page cache: most
@@ -142,7 +144,7 @@ class TokenBudgetMiddleware(ToolInjectionMiddleware):
         continuation: bool = True,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        base = get_counter(counter)
+        base = get_counter(counter if counter is not None else default_spec())
         self.counter: TokenCounter = with_estimate_margin(base, "json")
         self.policy = WallPolicy(
             max_tokens=max_tokens,

@@ -128,8 +128,8 @@ def guard(
     counter: Annotated[
         str | None,
         typer.Option(
-            show_default="estimate",
-            help="Token counter: estimate, claude, chars:N, tiktoken:<encoding>, "
+            show_default="exact",
+            help="Token counter: exact, estimate, claude, chars:N, tiktoken:<encoding>, "
             "hf:<tokenizer.json>.",
         ),
     ] = None,

@@ -13,6 +13,7 @@ from ragbudget.counters import get_counter
 from ragbudget.middleware.token_budget import TokenBudgetMiddleware
 
 from ragbudget_server import __version__
+from ragbudget_server._defaults import default_counter
 from ragbudget_server.mcp.auth import BearerTokenVerifier
 from ragbudget_server.mcp.settings import ServerSettings, default_ceiling
 from ragbudget_server.mcp.state import ServerState
@@ -72,7 +73,8 @@ def create_server(
 
     The store is opened once when the server starts (its lifespan) and shared by every
     session and tool call. Budgets are measured with `settings.counter` when given,
-    otherwise with the store's own counter; an estimate counts with a 10% margin on top
+    otherwise with the store's own counter (`exact` for a new store; a store built with the
+    estimate is answered with `exact`); an estimate counts with a 10% margin on top
     (`settings.server_counter`), so answers stay within budget by the real tokenizer.
     """
     settings = settings if settings is not None else ServerSettings()
@@ -124,7 +126,11 @@ def _guard(settings: ServerSettings, store: DocumentStore | None) -> TokenBudget
     covers counting with another counter than the store's (its own is known only once it is
     open).
     """
-    spec = settings.counter if settings.counter is not None or store is None else store.counter
-    counter = get_counter(spec)
+    if settings.counter is not None:
+        counter = get_counter(settings.counter)
+    elif store is not None and store.counter.name != "estimate":
+        counter = store.counter
+    else:
+        counter = get_counter(default_counter())
     limit = int((settings.max_tokens_ceiling or default_ceiling(counter)) * LAST_LINE_SLACK)
     return TokenBudgetMiddleware(limit, counter=counter, continuation=False)

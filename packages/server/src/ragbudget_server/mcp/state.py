@@ -14,6 +14,7 @@ from ragbudget.counters import TokenCounter, get_counter
 from ragbudget.limits import ClientProfile, profile_for
 from ragbudget.middleware.token_budget import TokenBudgetMiddleware
 
+from ragbudget_server._defaults import default_counter
 from ragbudget_server.mcp.client import offline_counter
 from ragbudget_server.mcp.settings import ServerSettings, default_ceiling, server_counter
 from ragbudget_server.store import DocumentStore
@@ -66,8 +67,15 @@ class ServerState:
 
     @property
     def base_counter(self) -> TokenCounter:
-        """The counter the settings name, else the store's own (after `ready()`)."""
-        return self._counter if self._counter is not None else self.store.counter
+        """The counter the settings name, else the store's own (after `ready()`); a store
+        built with the estimate (the default before `exact`) is answered with `exact` when
+        bpe-openai is installed: its stored counts still size chunks, the answers are exact."""
+        if self._counter is not None:
+            return self._counter
+        own = self.store.counter
+        if own.name == "estimate" and default_counter() == "exact":
+            return get_counter("exact")
+        return own
 
     @property
     def counter(self) -> TokenCounter:

@@ -80,7 +80,8 @@ class DocumentStore:
             takes whatever an existing collection was built with. Opening a collection with
             another embedding than its own is an error.
         counter: the token counter chunk sizes and stored counts use (any `get_counter` spec);
-            by default the one the collection was built with, else the estimate.
+            by default the one the collection was built with, else `exact` (the larger of the
+            exact cl100k and o200k counts, by bpe-openai), or the estimate without bpe-openai.
         connect_timeout, read_timeout: seconds to wait for a Chroma server to accept a
             connection (10) and for the next bytes of each answer (30); a server that does not
             answer in time is a StoreError naming it. Unused by an embedded store.
