@@ -13,6 +13,7 @@ under its own file), and the median share of the budget the answer spends:
 - top-k prefix: `fit(strategy="stop")` over the store's 50 best-ranked chunks, each under a
   one-line header (what a plain top-k retriever with a token cap does).
 - equal cuts: LlamaIndex's `PromptHelper` way: the 10 best chunks, each cut to `B / 10` tokens.
+  (Both are `bench_evidence.py`'s.)
 
 And the ranking itself: the share of questions whose answering file is ranked first among the
 files of the 50 best chunks, their mean reciprocal rank, and how often a chunk holding the passage
@@ -37,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
+import bench_evidence
 from _answer_set import (
     AnswerSet,
     Pieces,
@@ -47,14 +49,13 @@ from _answer_set import (
     reciprocal_rank,
 )
 from _corpus import STDLIB, offline_tiktoken
-from ragbudget import Chunk, fit
+from bench_evidence import _render
+from ragbudget import Chunk
 from ragbudget.counters import TokenCounter
-from ragbudget.fitting import cut_text
 from ragbudget_server.store import DocumentStore
 
 BUDGETS = (1000, 2000)
 CANDIDATES = 50
-EQUAL_K = 10
 
 Strategy = Callable[[int, int], tuple[Pieces, int]]
 """(question index, budget) -> (pieces shown, tokens the whole answer counts)."""
@@ -70,28 +71,19 @@ def _option(name: str) -> str | None:
     return None
 
 
-def _render(pieces: Pieces) -> str:
-    return "\n\n".join(f"[{i}] {s}\n{t}" for i, (s, t) in enumerate(pieces, start=1))
+def shown(
+    strategy: Callable[..., Pieces],
+) -> Callable[[list[Chunk], int, TokenCounter], tuple[Pieces, int]]:
+    """`bench_evidence`'s strategy, with the tokens of the whole text it shows."""
+
+    def run(chunks: list[Chunk], budget: int, tc: TokenCounter) -> tuple[Pieces, int]:
+        pieces = strategy(chunks, budget, tc, "")
+        return pieces, tc.count(_render(pieces))
+
+    return run
 
 
-def top_k_prefix(chunks: list[Chunk], budget: int, tc: TokenCounter) -> tuple[Pieces, int]:
-    headed = [c.model_copy(update={"text": f"[{n}] {c.metadata['source']}\n{c.text}"})
-              for n, c in enumerate(chunks, start=1)]  # fmt: skip
-    kept = fit(headed, budget, counter=tc, strategy="stop", separator="\n\n").chunks
-    return [(c.metadata["source"], c.text.split("\n", 1)[1]) for c in kept], tc.count(
-        "\n\n".join(c.text for c in kept)
-    )
-
-
-def equal_cuts(chunks: list[Chunk], budget: int, tc: TokenCounter) -> tuple[Pieces, int]:
-    share = budget // EQUAL_K - 1  # the joins between results
-    out: Pieces = []
-    for n, c in enumerate(chunks[:EQUAL_K], start=1):
-        head = f"[{n}] {c.metadata['source']}\n"
-        cut = cut_text(c.text, share, tc, render=lambda t, h=head: h + t)  # type: ignore[misc]
-        if cut is not None:
-            out.append((c.metadata["source"], c.text[: cut.size]))
-    return out, tc.count(_render(out))
+top_k_prefix, equal_cuts = shown(bench_evidence.top_k_prefix), shown(bench_evidence.equal_cuts)
 
 
 def ranked_chunks(store: DocumentStore, query: str) -> list[Chunk]:
