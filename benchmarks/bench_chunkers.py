@@ -246,7 +246,7 @@ def _row(name: str, m: dict[str, float], cols: list[str]) -> str:
 
 
 def main() -> int:
-    budget = int(sys.argv[1]) if len(sys.argv) > 1 else 250_000
+    budget = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 250_000
     data = corpora(budget)
     estimate = get_counter("estimate")
     exact = get_counter("tiktoken:cl100k_base")

@@ -51,7 +51,8 @@ Embedding = Annotated[
     typer.Option(
         envvar="RAGBUDGET_EMBEDDING",
         show_default="the collection's own, else hashing",
-        help="'hashing' (offline), 'minilm', or a Chroma embedding name.",
+        help="'hashing' (offline), 'minilm' (downloads), a Chroma embedding name, or a local "
+        "sentence-transformers model folder.",
     ),
 ]
 Counter = Annotated[

@@ -85,7 +85,9 @@ class ServerSettings(BaseModel):
     collection: str = Field(default="documents", description="Chroma collection to serve.")
     embedding: str | None = Field(
         default=None,
-        description="Embedding to use; None takes the collection's own ('hashing' when new).",
+        description="Embedding to use: a name ('hashing', 'minilm', any Chroma embedding "
+        "function) or a local sentence-transformers model folder; None takes the collection's "
+        "own ('hashing' when new).",
     )
     counter: str | None = Field(
         default=None,

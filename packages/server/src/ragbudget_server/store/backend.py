@@ -17,7 +17,12 @@ from ragbudget.counters import CounterSpec, TokenCounter, get_counter
 
 from ragbudget_server._defaults import default_counter
 from ragbudget_server.store import live, remote
-from ragbudget_server.store.embedding import embedding_label, make_embedding, same_embedding
+from ragbudget_server.store.embedding import (
+    embedding_label,
+    embedding_model,
+    make_embedding,
+    same_embedding,
+)
 from ragbudget_server.store.errors import StoreError, chroma_error, is_damaged
 from ragbudget_server.store.lock import release_lock_file, writer_lock
 from ragbudget_server.store.remote import (
@@ -208,8 +213,17 @@ class ChromaBackend:
                 f"{embedding_label(built_with)!r}, not {embedding_label(self.ef.name())!r}"
             )
             raise StoreError(msg)
+        recorded_config = config.get("config") if isinstance(config.get("config"), dict) else None
+        built_model = embedding_model(recorded_config)
+        asked_model = embedding_model(self.ef.get_config()) if self.ef is not None else None
+        if built_model is not None and asked_model is not None and built_model != asked_model:
+            msg = (
+                f"collection {self.name!r} was built with embedding model {built_model!r}, "
+                f"not {asked_model!r}"
+            )
+            raise StoreError(msg)
         if self.ef is None:
-            self.ef = make_embedding(built_with)
+            self.ef = make_embedding(built_with, recorded_config)
         recorded = (collection.metadata or {}).get(COUNTER_KEY)
         if self._counter_spec is None and isinstance(recorded, str):
             try:

@@ -1,19 +1,28 @@
-"""Embeddings for the document store: an offline hashing embedding, and Chroma's by name.
+"""Embeddings for the document store: an offline hashing embedding, Chroma's by name, and a
+local sentence-transformers model folder.
 
 `HashingEmbedding` turns text into a fixed-size vector of hashed word features (identifier-aware
 unigrams and bigrams, sublinear term frequency, L2-normalised). It needs no model and no network,
 is deterministic across processes and machines, and is good at what code search mostly asks:
 "where is this name, these words". It is registered with Chroma under `ragbudget_hashing`, so a
 collection built with it remembers it and a later `get_collection` rebuilds it from the config.
+
+A folder path instead of a name (`"./models/all-MiniLM-L6-v2"`) is a sentence-transformers model
+on disk, run by Chroma's `sentence_transformer` embedding function with normalised vectors; it
+needs `pip install sentence-transformers` (which brings torch) and downloads nothing. The
+collection records the folder's absolute path and rebuilds the model from it when reopened.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import re
 import zlib
 from collections import Counter
 from functools import lru_cache
 from itertools import pairwise
+from pathlib import Path
 from typing import Any
 
 try:
@@ -32,7 +41,9 @@ from ragbudget_server.store.errors import StoreError
 __all__ = [
     "EMBEDDING_ALIASES",
     "HashingEmbedding",
+    "describe_embedding",
     "embedding_label",
+    "embedding_model",
     "make_embedding",
     "same_embedding",
 ]
@@ -259,25 +270,94 @@ def embedding_label(chroma_name: str) -> str:
     return chroma_name
 
 
+def describe_embedding(ef: Any) -> str:
+    """How `stats()` names an embedding function: its label, and the model folder or name it
+    was configured with ('sentence_transformer /opt/models/minilm')."""
+    get_config = getattr(ef, "get_config", None)
+    model = embedding_model(get_config()) if callable(get_config) else None
+    label = embedding_label(ef.name())
+    return f"{label} {model}" if model is not None else label
+
+
 def same_embedding(a: str, b: str) -> bool:
     """True when two Chroma embedding names denote the same embedding."""
     return a == b or any({a, b} <= group for group in _SAME)
 
 
-def make_embedding(name: str) -> EmbeddingFunction[Documents]:
-    """The embedding function for a user-facing or Chroma name; StoreError when unknown."""
-    if not isinstance(name, str) or not name.strip():
-        msg = f"embedding must be a non-empty name such as 'hashing' or 'minilm', got {name!r}"
+def embedding_model(config: object) -> str | None:
+    """The model an embedding's config names (a local folder, a hub name), if it names one."""
+    model = config.get("model_name") if isinstance(config, dict) else None
+    return model if isinstance(model, str) else None
+
+
+def _looks_like_path(name: str) -> bool:
+    return name.startswith((".", "~", "/")) or os.sep in name or "/" in name or Path(name).is_dir()
+
+
+_MODEL_MARKERS = ("modules.json", "config_sentence_transformers.json", "config.json")
+"""Files one of which a sentence-transformers (or plain Hugging Face) model folder holds."""
+
+
+def _local_model(name: str) -> EmbeddingFunction[Documents]:
+    """Chroma's sentence-transformers embedding over the model folder `name` (StoreError naming
+    the `embedding` argument when it is no such folder or the package is missing)."""
+    folder = Path(name).expanduser().resolve()
+    if not folder.is_dir():
+        msg = (
+            f"embedding {name!r} is neither an embedding name nor a model folder: "
+            f"{folder} does not exist"
+        )
         raise StoreError(msg)
-    chroma_name = EMBEDDING_ALIASES.get(name.strip(), name.strip())
-    cls = known_embedding_functions.get(chroma_name)
-    if cls is None:
-        known = sorted({*EMBEDDING_ALIASES, *known_embedding_functions})
-        msg = f"unknown embedding {name!r}; known: {', '.join(known)}"
+    if not any((folder / marker).is_file() for marker in _MODEL_MARKERS):
+        msg = (
+            f"embedding {name!r}: {folder} holds no sentence-transformers model "
+            f"(none of {', '.join(_MODEL_MARKERS)}); give the folder a model was saved to"
+        )
         raise StoreError(msg)
+    if importlib.util.find_spec("sentence_transformers") is None:
+        msg = (
+            f"embedding {name!r} is a local model folder, run by sentence-transformers: "
+            "pip install sentence-transformers (it brings torch; the CPU build is enough)"
+        )
+        raise StoreError(msg)
+    config = {
+        "model_name": str(folder),
+        "device": "cpu",
+        "normalize_embeddings": True,
+        "kwargs": {},
+    }
+    return _build(name, known_embedding_functions["sentence_transformer"], config)
+
+
+def _build(name: str, cls: Any, config: dict[str, Any] | None) -> EmbeddingFunction[Documents]:
     try:
-        ef: EmbeddingFunction[Documents] = cls.build_from_config({})
+        ef: EmbeddingFunction[Documents] = (
+            cls() if config is None else cls.build_from_config(config)
+        )
     except Exception as exc:  # a provider's own client is missing, or its key, etc.
         msg = f"embedding {name!r} could not be set up: {exc}"
         raise StoreError(msg) from exc
     return ef
+
+
+def make_embedding(name: str, config: dict[str, Any] | None = None) -> EmbeddingFunction[Documents]:
+    """The embedding function for a user-facing or Chroma name, or a local model folder;
+    StoreError when unknown. `config` (a collection's recorded one) rebuilds it as it was."""
+    if not isinstance(name, str) or not name.strip():
+        msg = (
+            "embedding must be a non-empty name such as 'hashing' or 'minilm', or a model "
+            f"folder, got {name!r}"
+        )
+        raise StoreError(msg)
+    chroma_name = EMBEDDING_ALIASES.get(name.strip(), name.strip())
+    cls = known_embedding_functions.get(chroma_name)
+    if cls is None and _looks_like_path(name.strip()):
+        return _local_model(name.strip())
+    if cls is None:
+        known = sorted({*EMBEDDING_ALIASES, *known_embedding_functions})
+        msg = (
+            f"unknown embedding {name!r}; known: {', '.join(known)}; or give a local "
+            "sentence-transformers model folder"
+        )
+        raise StoreError(msg)
+    return _build(name, cls, config)

@@ -252,7 +252,10 @@ class StoreStats(BaseModel):
     collection: str = Field(description="Chroma collection name.")
     documents: int = Field(description="Distinct source documents.")
     chunks: int = Field(description="Chunks (Chroma records).")
-    embedding: str = Field(description="The collection's embedding ('hashing', 'minilm', ...).")
+    embedding: str = Field(
+        description="The collection's embedding ('hashing', 'minilm', ...; a model folder's "
+        "embedding adds its path: 'sentence_transformer /opt/models/minilm')."
+    )
     counter: str = Field(description="The token counter the stored token counts are in.")
     path: str | None = Field(default=None, description="Embedded database folder, if embedded.")
     server: str | None = Field(default=None, description="Chroma server URL, if a server.")

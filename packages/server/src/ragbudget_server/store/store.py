@@ -15,7 +15,7 @@ from ragbudget_server._defaults import DEFAULT_MAX_DOCUMENT_BYTES, DEFAULT_MAX_F
 from ragbudget_server.store import ingest as _ingest
 from ragbudget_server.store import live
 from ragbudget_server.store.backend import DEFAULT_PATH, ChromaBackend
-from ragbudget_server.store.embedding import embedding_label
+from ragbudget_server.store.embedding import describe_embedding
 from ragbudget_server.store.errors import StoreError
 from ragbudget_server.store.models import (
     MAX_STATS_SKIPPED,
@@ -76,7 +76,8 @@ class DocumentStore:
         server: a Chroma server URL instead, e.g. `"http://localhost:8000"` (not with `path`).
         collection: collection name (default `"documents"`).
         embedding: `"hashing"` (default: offline, deterministic, lexical), `"minilm"` (Chroma's
-            own ONNX model, downloaded once) or any embedding function name Chroma knows. `None`
+            own ONNX model, downloaded once), any embedding function name Chroma knows, or a
+            local sentence-transformers model folder (needs `sentence-transformers`). `None`
             takes whatever an existing collection was built with. Opening a collection with
             another embedding than its own is an error.
         counter: the token counter chunk sizes and stored counts use (any `get_counter` spec);
@@ -448,7 +449,7 @@ class DocumentStore:
             collection=self._backend.name,
             documents=len(sources),
             chunks=collection.count(),
-            embedding=embedding_label(b.ef.name()) if b.ef is not None else "unknown",
+            embedding=describe_embedding(b.ef) if b.ef is not None else "unknown",
             counter=self._backend.counter.name,
             path=str(b.path.resolve()) if b.path is not None else None,
             server=b.server,
