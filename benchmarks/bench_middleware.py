@@ -7,8 +7,8 @@ standard library's sources) and a JSON list. Each figure is a median over the ro
 measurement runs 3 times, and the summary gives TokenBudget over ResponseLimiting in each run
 and their median (the goal: at most 3x). ResponseLimitingMiddleware gets a byte limit of 4
 bytes per token of the budget; it cuts bytes, so its JSON no longer parses, and it has no
-continuation. TokenBudgetMiddleware is measured with the default counter (the calibrated
-estimate) and with the `tiktoken:o200k_base` spec (bpe-openai when installed).
+continuation. TokenBudgetMiddleware is measured with the default counter (`exact`: the larger
+of the cl100k and o200k counts, by bpe-openai) and with the `tiktoken:o200k_base` spec.
 
 Then paging: `more` through a single line of 648,889 characters (far over any budget, so each
 page is cut inside the line), timing each page; the last pages over the first ones show whether
@@ -110,7 +110,7 @@ async def _measure() -> dict[str, dict[str, float]]:
     variants: dict[str, Middleware | None] = {
         "none": None,
         "ResponseLimiting": ResponseLimitingMiddleware(max_size=BUDGET * 4),
-        "TokenBudget (estimate)": TokenBudgetMiddleware(BUDGET),
+        "TokenBudget (exact)": TokenBudgetMiddleware(BUDGET),
         "TokenBudget (o200k)": TokenBudgetMiddleware(BUDGET, counter="tiktoken:o200k_base"),
     }
     clients = {name: Client(_server(mw)) for name, mw in variants.items()}
@@ -204,7 +204,7 @@ def main() -> None:
         runs.append(asyncio.run(_measure()))
     _against_limiter(runs)
     print(f"\npaging a {len(LINE):,}-character line at {PAGE_BUDGET:,} tokens a page (median ms)")
-    for counter in ("estimate", "tiktoken:o200k_base"):
+    for counter in ("exact", "tiktoken:o200k_base"):
         asyncio.run(_paging(counter))
     print("last / first near 1: a page costs the same wherever it is in the line")
 

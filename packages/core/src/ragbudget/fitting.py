@@ -76,7 +76,10 @@ class _Measure:
         return self.seen[k][1] <= self.max_tokens
 
     def size(self, k: int) -> int:
-        if not self.fits(k) and k not in self.whole and stops_early(self.tc):
+        if k not in self.seen:  # counted whole at once: a fits-check first would read it twice
+            text = self.render(k)
+            self.seen[k] = (text, self.tc.count(text))
+        elif k not in self.whole and stops_early(self.tc) and not self.fits(k):
             text = self.seen[k][0]
             self.seen[k] = (text, self.tc.count(text))
         self.whole.add(k)

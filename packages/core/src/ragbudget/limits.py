@@ -220,9 +220,15 @@ class WalledCounter:
             self.inner.count(text), utf16_length(text), len(text.encode("utf-8", "surrogatepass"))
         )
 
-    def bound(self, text: str) -> Wall:
-        """Which wall `text` comes nearest (the one a cut of it stopped at)."""
-        size = self.measure(text)
+    def bound(self, *texts: str) -> Wall:
+        """Which wall `texts` sent together come nearest (the one a cut of them stopped at);
+        their tokens are added up part by part, so parts already counted are not read again."""
+        tokens = sum(self.inner.count(text) for text in texts)
+        size = Measured(
+            tokens,
+            sum(map(utf16_length, texts)),
+            sum(len(text.encode("utf-8", "surrogatepass")) for text in texts),
+        )
         walls = self.walls
         shares: list[tuple[float, Wall]] = [(size.tokens / max(walls.tokens, 1), "tokens")]
         if walls.chars is not None:

@@ -91,14 +91,14 @@ class ResultGuard:
             return self.counter.walls.with_tokens(budget)
         return Walls(budget)
 
-    def bound(self, text: str) -> Wall:
-        """The wall `text` (what a cut kept) comes nearest."""
-        return self.counter.bound(text) if isinstance(self.counter, WalledCounter) else "tokens"
+    def bound(self, *kept: str) -> Wall:
+        """The wall `kept` (what a cut kept, in its parts) comes nearest."""
+        return self.counter.bound(*kept) if isinstance(self.counter, WalledCounter) else "tokens"
 
-    def header(self, budget: int, kept: str) -> str:
+    def header(self, budget: int, *kept: str) -> str:
         """`cut to fit 4,000 tokens, 40,000 characters (tokens bound; profile default)`: the
         walls, the one that bound, and where they come from."""
-        bound = WALL_WORDS[self.bound(kept)]
+        bound = WALL_WORDS[self.bound(*kept)]
         return f"cut to fit {self.walls(budget).describe()} ({bound} bound; {self.source})"
 
     def size(self, text: str, budget: int) -> int:

@@ -144,8 +144,10 @@ class TextCut:
         dropped = " Structured content dropped: shortened, it no longer matches the output schema."
         return None, dropped, error
 
-    def _notice(self, remainder: Remainder, sent: str, body: str, kept: bool, extra: str) -> str:
-        header = self.guard.header(self.budget, sent)
+    def _notice(
+        self, remainder: Remainder, sent: tuple[str, ...], body: str, kept: bool, extra: str
+    ) -> str:
+        header = self.guard.header(self.budget, *sent)
         if remainder.left == 0:
             return f"[ragbudget: {header}; the text is whole.{extra}]"
         if remainder.segments[0].path is None:
@@ -171,7 +173,7 @@ class TextCut:
         if self.value is not None:
             return 80
         whole = self._remainder(self.text, [Segment(None, "chars", 0, len(self.text))])
-        draft = self._notice(whole, "", self.text, True, "")
+        draft = self._notice(whole, ("",), self.text, True, "")
         return max(80, self.guard.size(draft, self.budget) + 8)
 
     def run(self, text_units: int, structured_units: int) -> GuardOutcome:
@@ -197,7 +199,7 @@ class TextCut:
                 nbytes = remainder.held_bytes(cache.max_bytes)
             kept = keepable and remainder.left > 0 and (nbytes or 0) <= cache.max_bytes
             wire = "" if structured is None else wire_json(structured)
-            notice = self._notice(remainder, body + wire, body, kept, phrase)
+            notice = self._notice(remainder, (body, wire), body, kept, phrase)
             notice_units = size(notice, budget)
             used = size(body, budget) + size(wire, budget) + notice_units + note_units
             if used <= budget:

@@ -29,6 +29,7 @@ from ragbudget.middleware.client_walls import (
 )
 from ragbudget.middleware.continuation import check_name_free, make_more_tool, serve_page
 from ragbudget.middleware.error_cut import cut_error
+from ragbudget.middleware.memo import CountMemo
 from ragbudget.middleware.outcome import GuardOutcome
 from ragbudget.middleware.page_cache import PageCache
 from ragbudget.middleware.paging import Remainder
@@ -189,7 +190,7 @@ class TokenBudgetMiddleware(ToolInjectionMiddleware):
     def guard_for(self, budget: Budget) -> ResultGuard:
         """A guard that counts in `budget`'s units and says where its walls come from."""
         more_tool = self.more_tool if self.continuation else None
-        counter = budget.counter(self.counter)
+        counter = budget.counter(CountMemo(self.counter))  # a guard serves one call
         return ResultGuard(counter, self.cache, more_tool, source=budget.source)
 
     def vouch(self, result: ToolResult, *, tokens: int, counter: str) -> None:
