@@ -176,5 +176,7 @@ def test_a_word_after_a_unicode_space_costs_its_count_without_a_space(
     the word has no space before it in its piece. Words after no-break, narrow and thin
     spaces were 14% under cl100k."""
     words = ["possibilities", "proceeds", "skewed", "the", "additionally", "and", "accessor"]
-    text = " ".join(space + word for space, word in zip("\u2009\u202f\u00a0" * 70, words * 30))
+    text = " ".join(
+        space + word for space, word in zip("\u2009\u202f\u00a0" * 70, words * 30, strict=True)
+    )
     _held(text, exact)

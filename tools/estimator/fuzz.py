@@ -203,8 +203,7 @@ CRAFTED: dict[str, Make] = {
         )
     ),
     "Latin-1 letters between ASCII letters": lambda rng, size: "".join(
-        rng.choice(string.ascii_letters) + chr(rng.randrange(0xC0, 0x100))
-        for _ in range(size // 2)
+        rng.choice(string.ascii_letters) + chr(rng.randrange(0xC0, 0x100)) for _ in range(size // 2)
     ),
 }
 """Text crafted against the floor's reading of words (issue 38): ASCII letters beside
