@@ -35,7 +35,7 @@ from ragbudget.estimate._model import (
     floor_tokens,
     vocabulary,
 )
-from ragbudget.estimate._pieces import gap_bound, text_bound, text_tokens
+from ragbudget.estimate._pieces import WORD_AFTER, bare_extra, gap_bound, text_bound, text_tokens
 from ragbudget.estimate._text import _WORD_TABLE
 
 SAMPLE = Path(__file__).parent / "data" / "estimator_sample.json.gz"
@@ -332,18 +332,25 @@ def _feature_model(text: str, target: str) -> tuple[float, int]:
     length] (`floor_tokens` counts unrecognised text: see test_estimator_unrecognised.py), of
     the text with each run of a Unicode space (no-break, thin, ideographic...) read as one
     space, plus the run's tokens: `tokens * (1 + ceil((n - 1) / held))` for a run of `n`, the
-    most of the encodings covered (`tokens` and `held` from the data file's `wide_spaces`)."""
+    most of the encodings covered (`tokens` and `held` from the data file's `wide_spaces`),
+    and what the word right after it costs more with nothing before it (`bare_extra`)."""
     covered = TARGETS if target == DEFAULT_TARGET else (target,)
     costs = [dict(_wide_costs(load().wide_spaces[encoding])) for encoding in covered]
-    runs = [m.group() for m in re.finditer(r"(\s)\1*", text) if m.group(1) in costs[0]]
+    found = [m for m in re.finditer(r"(\s)\1*", text) if m.group(1) in costs[0]]
+    runs = [m.group() for m in found]
     if runs:
         plain = text
         for run in sorted(runs, key=len, reverse=True):
             plain = plain.replace(run, " ")
         raw, value = _feature_model(plain, target)
+        words = [WORD_AFTER.match(text, m.end()) for m in found]
         extra = sum(
             max(c[run[0]][0] * (1 + math.ceil((len(run) - 1) / c[run[0]][1])) for c in costs)
             for run in runs
+        ) + sum(
+            bare_extra(w.group().encode("utf-8", "surrogatepass"), vocabulary(target))
+            for w in words
+            if w
         )
         return raw + extra, min(value + extra, len(text.encode("utf-8", "surrogatepass")))
     vocab = vocabulary(target)

@@ -1,4 +1,4 @@
-"""Fit the estimator on the `fit` split and write `ragbudget/estimate_v2.json`.
+"""Fit the estimator on the `fit` split and write `ragbudget/estimate_v3.json`.
 
 1. Vocabulary: the VOCAB_WORDS most frequent words of the fit split (seen MIN_COUNT times or
    more, at most MAX_WORD_TOKENS tokens), each with its token count after a space in every
@@ -43,7 +43,7 @@ from ragbudget.estimate import _pieces as _estimate_pieces
 from ragbudget.estimate._data import EstimateData
 from ragbudget.estimate._floor import _FOREIGN_SHARE, script_key
 
-DATA_FILE = Path(_estimate.__file__).with_name("estimate_v2.json")
+DATA_FILE = Path(_estimate.__file__).with_name("estimate_v3.json")
 VOCAB_WORDS = 32000
 MIN_COUNT = 3
 MIN_ORIGINS = 3
@@ -650,12 +650,41 @@ def glued(encoding: Any) -> str:
     (`a¿`, `hel\u200blo`: `ragbudget.estimate._glued`). Read from the tokens alone."""
     out: set[str] = set()
     for text in token_texts(encoding):
-        for pair in map("".join, pairwise(text)):
-            if pair.isascii() or not any(c.isascii() and c.isalpha() for c in pair):
-                continue
-            if all(c.isalpha() or not c.isascii() for c in pair):
-                out.add(pair)
+        out.update(filter(_glued_pair, map("".join, pairwise(text))))
     return "".join(sorted(out))
+
+
+def _glued_pair(pair: str) -> bool:
+    """An ASCII letter and a non-ASCII character (`glued`)."""
+    if pair.isascii() or not any(c.isascii() and c.isalpha() for c in pair):
+        return False
+    return all(c.isalpha() or not c.isascii() for c in pair)
+
+
+def glued_context(encoding: Any) -> str:
+    """The pairs of `glued` that are a token of `encoding` on their own, 2 characters each,
+    then U+0000, then the 3 characters around each of its pairs in a token (the character
+    before the pair or after it, a space too), 3 characters each, sorted and concatenated:
+    a token that covers a run of letters or of the other characters from before it holds
+    them (`ragbudget.estimate._glued.Glued.absorbs`); then U+0000 and the pairs of adjacent
+    characters its tokens hold (`held_pairs`: `ragbudget.estimate._glued.pair_cuts`). Read
+    from the tokens alone."""
+    whole: set[str] = set()
+    windows: set[str] = set()
+    for token in range(encoding.n_vocab):
+        try:
+            text = encoding.decode_single_token_bytes(token).decode("utf-8")
+        except (KeyError, UnicodeDecodeError):
+            continue
+        for at in range(len(text) - 1):
+            if not _glued_pair(text[at : at + 2]):
+                continue
+            if len(text) == 2:
+                whole.add(text)
+            windows.update(w for w in (text[at - 1 : at + 2], text[at : at + 3]) if len(w) == 3)
+    windows = {w for w in windows if "\x00" not in w}
+    held = "".join(sorted(held_pairs(encoding)))
+    return "\x00".join(("".join(sorted(whole)), "".join(sorted(windows)), held))
 
 
 def pure_runs(encoding: Any, runs: str) -> str:
@@ -690,6 +719,7 @@ ENCODING_TABLES: dict[str, Callable[[Any], object]] = {
     "letter_cuts": letter_cuts,
     "byte_pairs": byte_pairs,
     "glued": glued,
+    "glued_context": glued_context,
 }
 
 

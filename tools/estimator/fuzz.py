@@ -9,14 +9,14 @@
 The issue's safety bounds are for any text: no chunk of 200 characters or more more than 25%
 under either encoding, and at most 1% of a family's chunks more than 10% under. The corpus's
 families and the tests' generated ones are text someone chose; this draws texts of 200-3,000
-characters from 97 kinds meant to break the estimate's assumptions (words, spacing, letters'
+characters from 99 kinds meant to break the estimate's assumptions (words, spacing, letters'
 case, character classes): the standard library's sources altered (upper case, random case,
 reversed, shuffled, letters swapped for look-alikes, zero-width spaces between letters...),
 whitespace (justified and padded text, runs of spaces longer than any token), control
 characters and binary read as text, encodings (percent-encoding, HTML entities, `\\u` escapes,
 base32, base85), numbers, structured text the corpus does not sample (SVG paths, LaTeX, URLs
 with queries, markdown tables, emoji sequences), random characters of single Unicode blocks,
-and 21 kinds crafted against the floor's reading of words (`CRAFTED`, `--crafted` alone:
+and 23 kinds crafted against the floor's reading of words (`CRAFTED`, `--crafted` alone:
 ASCII letters beside non-ASCII characters no token joins them to). Each kind's texts come
 from a fixed seed: the same table on every run. Nothing is fitted on them; five rules of the
 floor came from runs of it (docs/estimator.md).
@@ -196,6 +196,14 @@ CRAFTED: dict[str, Make] = {
     "hex with glued characters": lambda rng, size: "".join(
         f"{b:02x}" + (rng.choice(_GLUED + _ZERO_WIDTH) if rng.random() < 0.3 else "")
         for b in rng.randbytes(size // 2)
+    ),
+    "soft hyphens in source": _altered(
+        lambda rng, t: "".join(
+            c + ("\u00ad" if c.isalpha() and rng.random() < 0.25 else "") for c in t
+        )
+    ),
+    "Latin-1 letters between ASCII letters": lambda rng, size: "".join(
+        rng.choice(string.ascii_letters) + chr(rng.randrange(0xC0, 0x100)) for _ in range(size // 2)
     ),
 }
 """Text crafted against the floor's reading of words (issue 38): ASCII letters beside

@@ -1,6 +1,6 @@
 """The estimator's calibrated data, a package data file read once, on first use.
 
-`estimate_v2.json` (about 1.6 MB; json.loads takes about 15 ms, see docs/estimator.md)
+`estimate_v3.json` (about 1.6 MB; json.loads takes about 15 ms, see docs/estimator.md)
 holds the weights of each target, the vocabulary (frequent words with their token counts per
 encoding), the non-ASCII characters that are single tokens, the letter pairs natural words
 rarely hold, the cost of characters no token holds alone, the runs of symbols that are
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from importlib import resources
 from itertools import repeat
 
-VERSION = 2
+VERSION = 3
 """The data file's format: its name carries it, and a file of another format is another name."""
 
 FILE = f"estimate_v{VERSION}.json"
@@ -27,7 +27,7 @@ FILE = f"estimate_v{VERSION}.json"
 
 @dataclass(frozen=True)
 class EstimateData:
-    """The contents of `estimate_v2.json`, its fields in the file's order (which
+    """The contents of `estimate_v3.json`, its fields in the file's order (which
     `tools/estimator/fit.write_data` writes by these fields)."""
 
     feature_names: tuple[str, ...]
@@ -89,6 +89,10 @@ class EstimateData:
     glued: dict[str, str]
     """encoding -> the pairs of an ASCII letter and a non-ASCII character side by side (either
     order) that one of its tokens holds, 2 characters each, concatenated (format 2)."""
+    glued_context: dict[str, str]
+    """encoding -> those of the pairs of `glued` that are one of its tokens, 2 characters each,
+    concatenated, then U+0000, then the 3 characters around each pair in a token (the one
+    before it or after it), concatenated (format 3)."""
 
 
 @functools.cache
@@ -118,6 +122,7 @@ def load() -> EstimateData:
         byte_pairs=raw.get("byte_pairs", {}),
         script_costs=raw.get("script_costs", {}),
         glued=raw.get("glued", {}),
+        glued_context=raw.get("glued_context", {}),
     )
 
 

@@ -111,7 +111,7 @@ import string
 from collections.abc import Sequence
 from itertools import filterfalse, repeat
 
-from ragbudget.estimate._glued import cut_spelling, glued_parts, letter_cut_count, mixed_cuts
+from ragbudget.estimate._glued import glued_tokens, letter_cut_count, mixed_cuts, pair_cuts
 from ragbudget.estimate._pieces import plain_spaces, text_tokens
 from ragbudget.estimate._segments import fewest, spelled, spelling_tokens
 from ragbudget.estimate._text import (
@@ -140,6 +140,10 @@ __all__ = [
 ]
 
 _CHARS_PER_TOKEN_FLOOR = 8
+# Latin-1's punctuation and signs, general punctuation (dashes, quotes, daggers, zero-width
+# and format characters), arrows and other symbols to U+2BFF, the byte order mark
+_MARK = re.compile("[\u00a1-\u00bf\u00d7\u00f7\u2000-\u206f\u2190-\u2bff\ufeff]")
+_MARKS = 4  # ... one in 4 of the non-ASCII characters of the unknown words or more
 _SPACING = b" \n\t-_."  # classes of ASCII whitespace, controls and punctuation
 _ASCII_BYTES = bytes(range(0x80))
 _VOWELS = b"aeiouAEIOU"
@@ -174,7 +178,6 @@ _CASES = bytes(
 )
 _CACHED_WORDS = 1 << 16  # long unknown words whose prices the cache keeps
 _LATIN = (b"l", b"L", b"S", b"m")  # classes of Latin-1, Latin Extended, symbols, IPA and marks
-_NOT_WORD = re.compile(r"[^\w\x00-\x7f]|[\x80-\xbf]")  # no letter, or Latin-1's signs
 _FOREIGN_SHARE = 2  # unknown words 1 in 2 of the words or more: see foreign_tokens
 # the UTF-8 prefix that names a character's script (`script_key`)
 _SCRIPT = re.compile(rb"[\xc0-\xdf]|[\xe0-\xff][\x80-\xbf]")
@@ -250,17 +253,17 @@ def _word_price(word: bytes, pairs: re.Pattern[bytes]) -> tuple[int, bool]:
     return 1 + rare + changes, False
 
 
-def other_tokens(other: list[bytes], vocab: Vocabulary) -> int:
+def other_tokens(other: list[bytes], vocab: Vocabulary, data: bytes = b"") -> int:
     """What the unknown non-ASCII words `other` cost at least: a token each, plus their
     characters no token holds alone at their block's cost (the most of any encoding `vocab`
     covers), plus a token per Latin-1, Latin Extended, IPA or combining character (a word of
     English letters holds one or two; a run of them makes a token per character or so); or,
     if more, a token each plus one per ASCII letter beside a byte that no token of an encoding
     holds beside a letter (the most of the encodings): no token spans that cut. Or, if more,
-    where they hold ASCII letters, by their runs (`glued_parts`): each run of ASCII letters an
+    where they hold ASCII letters, by their runs (`glued_tokens`): each run of ASCII letters an
     unknown ASCII word (`word_tokens`), each other run a token, and its characters no token
-    holds alone at their block's cost, less a token per boundary of a letter and a non-ASCII
-    character that a token of the encoding holds (`Vocabulary.glued`): `a¿a¿` is 4 tokens."""
+    holds alone at their block's cost, less a token per run that a token of the encoding may
+    cover whole from before it (`Vocabulary.glued`, `Glued.absorbs`): `a¿a¿` is 4 tokens."""
     if not other:
         return 0
     whole = b"".join(other)
@@ -287,32 +290,20 @@ def other_tokens(other: list[bytes], vocab: Vocabulary) -> int:
         joined = b" ".join(other)
         best = max(best, *(letter_cut_count(joined.translate(t)) for t in vocab.letter_cuts))
     # Latin letters and Cyrillic or Greek ones in one word (look-alikes: `pаypаl`): every pair
-    # of bytes no token holds side by side is a cut (`Vocabulary.byte_pairs`)
-    if letters and vocab.byte_pairs and (b"c" in latin or b"g" in latin):
+    # of bytes no token holds side by side is a cut (`Vocabulary.byte_pairs`); there and where
+    # punctuation, symbols or format characters are one in 4 of the non-ASCII characters or
+    # more (`_MARK`), so is every pair of characters no token holds
+    # (`pair_cuts`: `†††`, `шьD`, `•a`)
+    mixed = bool(letters) and (b"c" in latin or b"g" in latin)
+    if mixed and vocab.byte_pairs:
         best = max(best, mixed_cuts(other, vocab.byte_pairs))
-    if letters and vocab.glued:  # or by their runs (`_glued_tokens`), if more
-        return max(len(other) + best, _glued_tokens(other, chars, vocab))
+    if vocab.glued and (mixed or _MARKS * len(_MARK.findall(chars)) >= len(chars)):
+        least = len(other) + best
+        cut = pair_cuts(other, vocab, word_tokens, data, bytewise=mixed, least=least)
+        best = max(best, cut - len(other))
+    if letters and vocab.glued:  # or by their runs (`glued_tokens`), if more
+        return max(len(other) + best, glued_tokens(other, chars, vocab, word_tokens))
     return len(other) + best
-
-
-def _glued_tokens(other: list[bytes], chars: str, vocab: Vocabulary) -> int:
-    """What the unknown non-ASCII words `other` (their non-ASCII characters `chars`) cost at
-    least by their runs of ASCII letters and of the rest (`glued_parts`, see `other_tokens`),
-    where a character is no letter (punctuation, symbols, zero-width and format characters,
-    marks, selectors) or one of Latin-1's signs (`ª`, `µ`, `²`): between letters alone tokens
-    join most (`ét`), and reading them cost European text a fifth of its time. Else 0."""
-    if not _NOT_WORD.search(chars):
-        return 0
-    joined = b" ".join(other)
-    runs, inside, spanned = glued_parts(joined, vocab.glued)
-    inner, more = "".join(inside), []
-    for singles, costs, joins in zip(vocab.floor_singles, vocab.floor_costs, spanned, strict=True):
-        residue = singles.sub("", inner)  # its characters no token holds alone cost more
-        more.append((costs.cost(residue) - len(residue) if residue else 0) - joins)
-    # runs cut off from what is before them cost their spelling (`cut_spelling`), if more
-    letters = word_tokens(runs, vocab)
-    spelled = cut_spelling(joined, runs, vocab.glued, vocab.segments)
-    return len(inside) + max(max(letters, s) + m for s, m in zip(spelled, more, strict=True))
 
 
 def word_tokens(
@@ -434,7 +425,8 @@ def unknown_tokens(
     if spelled(len(unknown), words) and as_words:
         starts = spelled_starts(data, as_words)
         priced = max(priced, spelling_tokens(as_words, vocab, starts=starts))
-    return max(priced + other_tokens(other, vocab), foreign_tokens(unknown, other, words, vocab))
+    priced += other_tokens(other, vocab, data)
+    return max(priced, foreign_tokens(unknown, other, words, vocab))
 
 
 def isolated_tokens(text: str, vocab: Vocabulary) -> int:

@@ -148,7 +148,7 @@ class _Model:
 def _model(target: str) -> _Model:
     data = load()
     if data.feature_names != FEATURE_NAMES:  # pragma: no cover - guards regeneration
-        msg = "ragbudget/estimate/estimate_v2.json is stale: run tools/estimator/calibrate.py --fit"
+        msg = "ragbudget/estimate/estimate_v3.json is stale: run tools/estimator/calibrate.py --fit"
         raise RuntimeError(msg)
     w = dict(zip(FEATURE_NAMES, data.weights[target], strict=True))
     vocab = vocabulary(target)
@@ -340,7 +340,7 @@ def estimate_tokens(text: str, target: str = DEFAULT_TARGET) -> int:
     # could (`text_bound`, `gap_bound`).
     # the unknown words as `unknown_tokens` prices them, but for their spelling (`fewest`)
     as_words: list[bytes] = []
-    alone, others = word_tokens(unknown, m.vocab, as_words), other_tokens(other, m.vocab)
+    alone, others = word_tokens(unknown, m.vocab, as_words), other_tokens(other, m.vocab, data)
     foreign = foreign_tokens(unknown, other, len(words), m.vocab)
     priced = max(alone + others, foreign)
     forced = sum(counts) + priced

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from ragbudget.estimate._text import Vocabulary
 
 __all__ = [
+    "WORD_AFTER",
+    "bare_extra",
     "common_runs",
     "gap_bound",
     "plain_spaces",
@@ -86,6 +88,9 @@ _LONG_SPACES = 29
 _SPACES = re.compile(b" {%d,}" % _LONG_SPACES)
 _LONG_SPACE_RUN = b" " * _LONG_SPACES
 _JOINS = (b"\t", b"\x0b", b"\x0c")  # whitespace the pre-splitting joins to a run of spaces
+# a word (as `_WORD_TABLE` reads them: ASCII letters and non-ASCII characters) right after a
+# run of a Unicode space: the run's last character begins its piece (`plain_spaces`)
+WORD_AFTER = re.compile("[A-Za-z\x80-\U0010ffff]+")
 
 
 def text_tokens(
@@ -313,6 +318,18 @@ def gap_bound(double_spaces: int, spaced_digits: int, controls: int) -> int:
     return double_spaces + spaced_digits + 2 * controls + 1
 
 
+def bare_extra(word: bytes, vocab: Vocabulary) -> int:
+    """What `word` costs more with nothing before it in its piece than the floor prices it
+    after a space: a known word's `Vocabulary.bare` (where more), an unknown one of ASCII
+    letters the fewest tokens that spell it so (`Segments.tokens`' `alone`), less the token
+    an unknown word costs at least."""
+    if word in vocab.words:
+        return max(0, vocab.bare.get(word, 0))
+    if not word.isascii() or not vocab.segments:
+        return 0
+    return max(0, max(s.tokens([word], None, [True]) for s in vocab.segments) - 1)
+
+
 def plain_spaces(text: str, vocab: Vocabulary) -> tuple[str, int]:
     """`text` with each run of one Unicode space other than the ASCII one (no-break, thin,
     narrow no-break, ideographic...) as one space, and the tokens those runs cost. Read as a
@@ -323,7 +340,10 @@ def plain_spaces(text: str, vocab: Vocabulary) -> tuple[str, int]:
     run of `n` costs a space and `tokens * (1 + ceil((n - 1) / held))` more, as before a word,
     where the pre-splitting makes a piece of all of it but its last character; the most of
     the encodings covered (`Vocabulary.wide_costs`). At a line's end, where a run is one
-    piece, that is a token or so over."""
+    piece, that is a token or so over. A known word right after a run has no space before it
+    in its piece: it costs what it costs without one, where that is more (`bare_extra`:
+    `\u2009possibilities` is `\u2009` and `poss`, `ibilities` in cl100k, ` possibilities` one
+    token)."""
     if text.isascii() or not vocab.wide_runs.search(text):
         return text, 0
     costs = vocab.wide_costs
@@ -333,6 +353,8 @@ def plain_spaces(text: str, vocab: Vocabulary) -> tuple[str, int]:
         nonlocal extra
         size = len(match.group())
         extra += max(tokens * (1 - (1 - size) // held) for tokens, held in costs[match.group(1)])
+        if word := WORD_AFTER.match(text, match.end()):
+            extra += bare_extra(word.group().encode("utf-8", "surrogatepass"), vocab)
         return " "
 
     return vocab.wide_runs.sub(one, text), extra

@@ -20,7 +20,7 @@ from itertools import filterfalse
 
 from ragbudget.estimate._blocks import BlockCosts, Isolated, block_costs, cuts, held_codes
 from ragbudget.estimate._data import cuts_table, load, most_counts, most_digits, script_extras
-from ragbudget.estimate._glued import glued_set
+from ragbudget.estimate._glued import Glued
 from ragbudget.estimate._pieces import common_runs
 from ragbudget.estimate._segments import Segments
 
@@ -274,9 +274,9 @@ class Vocabulary:
     scripts: dict[bytes, float] = field(default_factory=dict)
     """Scripts whose unknown characters cost more than `foreign`: UTF-8 prefix -> how much
     more per character, the most of the encodings covered (`EstimateData.script_costs`)."""
-    glued: tuple[frozenset[str], ...] = ()
-    """Per encoding covered, the pairs of an ASCII letter and a non-ASCII character that some
-    token holds (`EstimateData.glued`; none: the floor's rule is off, `glued_parts`)."""
+    glued: tuple[Glued, ...] = ()
+    """Per encoding covered, the pairs of an ASCII letter and a non-ASCII character tokens hold
+    (`EstimateData.glued`, `.glued_context`; none: the floor's rule is off, `glued_parts`)."""
 
     @classmethod
     def build(
@@ -302,7 +302,7 @@ class Vocabulary:
         letter_cuts: Iterable[str] = (),
         byte_pairs: Iterable[str] = (),
         script_costs: Iterable[str] = (),
-        glued: Iterable[str] = (),
+        glued: Iterable[tuple[str, str]] = (),
     ) -> Vocabulary:
         """`single`: the non-ASCII characters that are single tokens (for the rare-character
         features); `floor_singles`: the same per encoding for the floor (default: `single`);
@@ -319,7 +319,7 @@ class Vocabulary:
         letters of each encoding covered (`EstimateData.letter_runs`); `bare`: aligned with
         `words`, their counts without a space before them (`EstimateData.bare_tokens`);
         `space_counts`, `letter_cuts`, `byte_pairs`, `glued`: `EstimateData.space_counts`,
-        `.letter_cuts`, `.byte_pairs`, `.script_costs`, `.glued` of each encoding covered."""
+        `.letter_cuts`, `.byte_pairs`, `.script_costs`, `.glued` and `.glued_context`."""
         table = {w.encode(): n for w, n in zip(words, tokens, strict=True)}
         counts = tuple(bare)  # the words are unique: one count per key of `table`
         fresh = {w: n - table[w] for w, n in zip(table, counts, strict=True)} if counts else {}
@@ -361,7 +361,7 @@ class Vocabulary:
             tuple(map(base64.b64decode, byte_pairs)),
             most_counts(space_counts),
             script_extras(script_costs, foreign),
-            tuple(map(glued_set, glued)),
+            tuple(Glued.read(*spec) for spec in glued),
         )
 
 
@@ -397,7 +397,7 @@ def vocabulary(target: str) -> Vocabulary:
         letter_cuts=[data.letter_cuts[t] for t in covered if t in data.letter_cuts],
         byte_pairs=[data.byte_pairs[t] for t in covered if t in data.byte_pairs],
         script_costs=[data.script_costs.get(t, "") for t in covered],
-        glued=[data.glued[t] for t in covered if t in data.glued],
+        glued=[(data.glued[t], data.glued_context.get(t, "")) for t in covered if t in data.glued],
     )
 
 
