@@ -1,4 +1,9 @@
-"""Run every benchmarks/bench_*.py in turn (what `make bench` does)."""
+"""Run every benchmarks/bench_*.py in turn (what `make bench` does).
+
+A script that ends with `raise SystemExit(code)` ends only itself: the others still run, and
+the run exits 1 when any script exited with a code other than 0 (`bench_cursor_walks` does
+when a walk misses or repeats a chunk).
+"""
 
 from __future__ import annotations
 
@@ -12,12 +17,19 @@ HERE = Path(__file__).parent
 def main() -> int:
     scripts = sorted(HERE.glob("bench_*.py"))
     wanted = set(sys.argv[1:])
+    failed: list[str] = []
     for script in scripts:
         if wanted and script.stem not in wanted:
             continue
         print(f"\n=== {script.stem} ===", flush=True)
-        runpy.run_path(str(script), run_name="__main__")
-    return 0
+        try:
+            runpy.run_path(str(script), run_name="__main__")
+        except SystemExit as exit_:
+            if exit_.code not in (None, 0):
+                failed.append(f"{script.stem} (exit {exit_.code})")
+    if failed:
+        print(f"\nfailed: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
