@@ -265,7 +265,7 @@ def search_page(
             continue
         except StoreError as exc:
             raise _least(exc, max_tokens, reserve) from None
-        final = _with_walk(response, key, changed, gone, counter)
+        final = _with_walk(response, key, changed, gone, counter, asked=max_tokens)
         used = final.used_tokens
         if used <= max_tokens:
             if grew:
@@ -323,11 +323,22 @@ def _remark(changed: bool, gone: list[str]) -> str | None:
 
 
 def _with_walk(
-    response: SearchResponse, key: str, changed: bool, gone: list[str], counter: TokenCounter
+    response: SearchResponse,
+    key: str,
+    changed: bool,
+    gone: list[str],
+    counter: TokenCounter,
+    *,
+    asked: int,
 ) -> SearchResponse:
-    """`response` with its cursor, what changed since the first page, and its new count."""
+    """`response` with its cursor, what changed since the first page, and its new count; its
+    budget is the one `asked` (a try with the walk's fields held back in reserve had less)."""
     remark = _remark(changed, gone)
     notice = response.notice
+    if notice is not None and response.max_tokens != asked:
+        notice = notice.replace(
+            f"({response.max_tokens:,}-token budget)", f"({asked:,}-token budget)"
+        )
     if remark is not None:
         notice = remark if notice is None else f"{notice}\n{remark}"
     update = {
@@ -335,7 +346,7 @@ def _with_walk(
         "store_changed": True if changed else None,
         "gone_ids": gone or None,
         "notice": notice,
-        "max_tokens": response.max_tokens,
+        "max_tokens": asked,
     }
     walked = response.model_copy(update=update)
     measured = response.measured()
