@@ -3,6 +3,9 @@
     python benchmarks/run_all.py [bench_name ...] [--quick]
 
 Names pick scripts; flags (`--quick`: the smaller run of the scripts that have one) go to each.
+A script that ends with `raise SystemExit(code)` ends only itself: the others still run, and
+the run exits 1 when any script exited with a code other than 0 (`bench_cursor_walks` does
+when a walk misses or repeats a chunk).
 """
 
 from __future__ import annotations
@@ -19,13 +22,20 @@ def main() -> int:
     args = sys.argv[1:]
     wanted = {a for a in args if not a.startswith("--")}
     flags = [a for a in args if a.startswith("--")]
+    failed: list[str] = []
     for script in scripts:
         if wanted and script.stem not in wanted:
             continue
         print(f"\n=== {script.stem} ===", flush=True)
         sys.argv = [str(script), *flags]
-        runpy.run_path(str(script), run_name="__main__")
-    return 0
+        try:
+            runpy.run_path(str(script), run_name="__main__")
+        except SystemExit as exit_:
+            if exit_.code not in (None, 0):
+                failed.append(f"{script.stem} (exit {exit_.code})")
+    if failed:
+        print(f"\nfailed: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

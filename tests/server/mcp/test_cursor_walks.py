@@ -3,7 +3,8 @@
 
 A store of ~380 small chunks (random words, 16-token chunks, the offline hashing embedding) is
 built once per module; that is enough for these transport tests: the store's own suite
-(`tests/server/store/test_store_cursor.py`) walks 5,000 chunks on a coarse index. Each query is
+(`tests/server/store/test_store_cursor.py`) walks 5,000 chunks on a coarse index, and
+`benchmarks/bench_cursor_walks.py` 20 queries through `ragbudget serve` on 5,300. Each query is
 walked by `cursor` with a small budget, several pages each, and every chunk matching the query
 (the whole store, or the `file_type` filter's part of it) is accounted for exactly once across
 the pages (`SearchAnswer.accounted_ids()`), none repeated, and the walk ends. A restart: walk

@@ -236,11 +236,20 @@ def search_page(
     changed = ranking.version != version
     hint = continuation_hint(rendering.offset_hint, key)
     paged = Rendering.of(rendering.format, hint)
+    fetched: dict[str, tuple[str, dict[str, Any]]] = {}
+
+    def remembered(ids: list[str]) -> dict[str, tuple[str, dict[str, Any]]]:
+        """`records`, each id asked of Chroma once a page: a try with a smaller budget reads
+        the records its first try fetched (a JSON page's cursor fields can take one)."""
+        new = [i for i in ids if i not in fetched]
+        if new:
+            fetched.update(records(new))
+        return {i: fetched[i] for i in ids if i in fetched}
 
     def page(budget: int, check: bool) -> tuple[SearchResponse, list[str]]:
         first, window, gone = _window(collection, ranking, start, limit, check=check)
         pairs = [(ranking.ids[i], ranking.distances[i]) for i in window]
-        hits = fetch_ranked(pairs, records, max_tokens=budget, concise=concise or evidence)
+        hits = fetch_ranked(pairs, remembered, max_tokens=budget, concise=concise or evidence)
         if [h.id for h in hits] != [i for i, _ in pairs[: len(hits)]]:
             raise _Moved
         return _respond(hits, query, first, ranking.end, budget, counter, paged,
@@ -252,10 +261,11 @@ def search_page(
             response, gone = page(max_tokens - reserve, changed)
         except _Moved:  # a chunk went between the check and the fetch: look again
             changed = True
+            fetched.clear()
             continue
         except StoreError as exc:
             raise _least(exc, max_tokens, reserve) from None
-        final = _with_walk(response, key, changed, gone, counter)
+        final = _with_walk(response, key, changed, gone, counter, asked=max_tokens)
         used = final.used_tokens
         if used <= max_tokens:
             if grew:
@@ -313,11 +323,22 @@ def _remark(changed: bool, gone: list[str]) -> str | None:
 
 
 def _with_walk(
-    response: SearchResponse, key: str, changed: bool, gone: list[str], counter: TokenCounter
+    response: SearchResponse,
+    key: str,
+    changed: bool,
+    gone: list[str],
+    counter: TokenCounter,
+    *,
+    asked: int,
 ) -> SearchResponse:
-    """`response` with its cursor, what changed since the first page, and its new count."""
+    """`response` with its cursor, what changed since the first page, and its new count; its
+    budget is the one `asked` (a try with the walk's fields held back in reserve had less)."""
     remark = _remark(changed, gone)
     notice = response.notice
+    if notice is not None and response.max_tokens != asked:
+        notice = notice.replace(
+            f"({response.max_tokens:,}-token budget)", f"({asked:,}-token budget)"
+        )
     if remark is not None:
         notice = remark if notice is None else f"{notice}\n{remark}"
     update = {
@@ -325,7 +346,7 @@ def _with_walk(
         "store_changed": True if changed else None,
         "gone_ids": gone or None,
         "notice": notice,
-        "max_tokens": response.max_tokens,
+        "max_tokens": asked,
     }
     walked = response.model_copy(update=update)
     measured = response.measured()
