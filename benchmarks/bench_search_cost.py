@@ -154,8 +154,9 @@ def main() -> None:
         for size in sizes:
             store = _store(size, where)
             chunks = store.collection.count()
-            for q in QUERIES:  # warm both paths (caches, the HNSW index in memory)
-                store.search(q, limit=50, max_tokens=4000)
+            for q in QUERIES:  # warm both paths (caches, counters' data, the HNSW index)
+                for counter in counters:
+                    store.search(q, limit=50, max_tokens=4000, counter=counter)
                 store.collection.query(query_texts=[q], n_results=50)
             print(f"\nsearch vs raw collection.query, {chunks:,} chunks ({size} store), "
                   f"{len(QUERIES)} queries x {rounds} rounds, medians, ms", flush=True)  # fmt: skip
