@@ -22,7 +22,6 @@ from __future__ import annotations
 import functools
 import logging
 import math
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +29,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragbudget._checks import check_int
+from ragbudget._duplicates import _jaccard, _shingles, dedupe, similarity
 from ragbudget.budget import _as_chunks, rank_chunks
 from ragbudget.counters import CounterSpec, get_counter
 from ragbudget.fitting import Fitted, largest_prefix
@@ -104,27 +104,6 @@ class Positions:
         return value if type(value) is int else None
 
 
-_WORD = re.compile(r"[A-Za-z0-9_]+|[^\sA-Za-z0-9_]")
-
-
-def _shingles(text: str, size: int) -> frozenset[tuple[str, ...]]:
-    words = _WORD.findall(text.lower())
-    if len(words) <= size:
-        return frozenset([tuple(words)])
-    return frozenset(tuple(words[i : i + size]) for i in range(len(words) - size + 1))
-
-
-def similarity(a: str, b: str, *, shingle: int = 3) -> float:
-    """Jaccard similarity of the word `shingle`-grams of `a` and `b`: 1.0 for the same words in
-    the same order (whitespace and case aside), 0.0 for nothing in common.
-
-        >>> from ragbudget.evidence import similarity
-        >>> similarity("a b c d", "a b c d")
-        1.0
-    """
-    return _jaccard(_shingles(a, shingle), _shingles(b, shingle))
-
-
 def merge_adjacent(
     chunks: Sequence[Chunk], positions: Positions = Positions()
 ) -> tuple[list[Chunk], dict[str, list[str]]]:
@@ -182,40 +161,6 @@ def _joined(best: Chunk, members: list[Chunk], positions: Positions) -> Chunk:
     joined = positions.moved(best, text, start, min(lines) if len(lines) == len(members) else None)
     score = max((m.score for m in members if m.score is not None), default=best.score)
     return joined.model_copy(update={"score": score})
-
-
-def dedupe(
-    chunks: Sequence[Chunk], *, threshold: float = 0.9, shingle: int = 3
-) -> tuple[list[Chunk], dict[str, str]]:
-    """`chunks` (rank order) without exact and near-duplicate texts, and `{left-out id: the id
-    of the better-ranked chunk it repeats}`. Near means `similarity >= threshold`."""
-    if not 0.0 < threshold <= 1.0:
-        msg = f"threshold must be in (0, 1], got {threshold}"
-        raise ValueError(msg)
-    kept: list[tuple[Chunk, str, frozenset[tuple[str, ...]]]] = []
-    gone: dict[str, str] = {}
-    for chunk in chunks:
-        norm = " ".join(chunk.text.split())
-        sh = _shingles(chunk.text, shingle)
-        twin = next((k.id for k, n, s in kept if n == norm or _near(sh, s, threshold)), None)
-        if twin is None:
-            kept.append((chunk, norm, sh))
-        else:
-            gone[chunk.id] = twin
-    return [k for k, _, _ in kept], gone
-
-
-def _jaccard(a: frozenset[Any], b: frozenset[Any]) -> float:
-    return len(a & b) / len(a | b) if a | b else 1.0
-
-
-def _near(a: frozenset[Any], b: frozenset[Any], threshold: float) -> bool:
-    """`_jaccard(a, b) >= threshold`, without the set operations when the sizes alone rule it
-    out (the similarity is at most the smaller size over the larger)."""
-    small, large = sorted((len(a), len(b)))
-    if small < threshold * large:
-        return False
-    return _jaccard(a, b) >= threshold
 
 
 def diversify(
@@ -359,6 +304,7 @@ def select(
     snippets: bool = True,
     min_share: int = 100,
     max_results: int = 10,
+    cuts: dict[Any, Chunk | None] | None = None,
 ) -> EvidenceResult:
     """The ranked `chunks` as the most distinct evidence whose rendering fits `max_tokens`.
 
@@ -373,7 +319,9 @@ def select(
 
     The rendering is `render(kept)` when given (measured whole, envelope included), else each
     chunk's `header` line and text joined with `separator`; `EvidenceResult.text` is it, and
-    counts at most `max_tokens` by `counter`. Inputs are never mutated.
+    counts at most `max_tokens` by `counter`. Inputs are never mutated. `cuts`: a dict kept
+    between calls that render with the same `render`, counter, query and positions (a caller
+    selecting again from other prefixes of one ranking); the snippets cut are remembered there.
 
         >>> from ragbudget.evidence import select
         >>> chunks = [{"id": "a", "text": "one two", "score": 0.9},
@@ -401,7 +349,7 @@ def select(
     if base > max_tokens:
         msg = f"max_tokens={max_tokens} cannot hold even an empty rendering ({base} tokens)"
         raise ValueError(msg)
-    costs = [tc.count(draw([c])) - base for c in ranked]
+    costs = _Costs(ranked, base, tc, draw)  # counted as the budget reads them: a few ranks
     kept, fitted = _prefix(ranked, costs, max_tokens - base, max_tokens, tc, draw)
     # Without snippets, only a top result too large to fit whole is cut (as `fit` does).
     target = max(1, min(max_results, max_tokens // min_share)) if snippets else 1
@@ -410,7 +358,17 @@ def select(
         # said once, shorter paths), so the budget left over is shared out again.
         room = max_tokens - base
         for _ in range(_SHARE_ROUNDS):
-            shared = shared_snippets(ranked[:target], costs, base, room, tc, draw, query, positions)
+            shared = shared_snippets(
+                ranked[:target],
+                costs.first(target),
+                base,
+                room,
+                tc,
+                draw,
+                query,
+                positions,
+                cuts,
+            )
             more = largest_prefix(
                 functools.partial(_first, draw, shared), len(shared), max_tokens, tc
             )
@@ -451,8 +409,28 @@ def _first(draw: Render, chunks: list[Chunk], k: int) -> str:
     return draw(chunks[:k])
 
 
+class _Costs:
+    """What each ranked chunk adds to the empty rendering, rendered alone: counted when first
+    read, so a long ranking costs what the budget reaches into, not a count per rank."""
+
+    def __init__(self, ranked: list[Chunk], base: int, tc: Any, draw: Render) -> None:
+        self.ranked, self.base, self.tc, self.draw = ranked, base, tc, draw
+        self.known: list[int] = []
+
+    def __getitem__(self, i: int) -> int:
+        while len(self.known) <= i:
+            self.known.append(self.tc.count(self.draw([self.ranked[len(self.known)]])) - self.base)
+        return self.known[i]
+
+    def __len__(self) -> int:
+        return len(self.ranked)
+
+    def first(self, n: int) -> list[int]:
+        return [self[i] for i in range(min(n, len(self.ranked)))]
+
+
 def _prefix(
-    ranked: list[Chunk], costs: list[int], room: int, max_tokens: int, tc: Any, draw: Render
+    ranked: list[Chunk], costs: _Costs, room: int, max_tokens: int, tc: Any, draw: Render
 ) -> tuple[list[Chunk], Fitted]:
     """The longest ranked prefix of whole chunks whose rendering fits, and that rendering
     (`room`: the budget less the empty rendering)."""

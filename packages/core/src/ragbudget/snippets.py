@@ -101,10 +101,13 @@ def shared_snippets(
     draw: Callable[[list[Chunk]], str],
     query: str | None,
     positions: Positions,
+    cuts: dict[Any, Chunk | None] | None = None,
 ) -> list[Chunk]:
     """`ranked` each within a fair share of `room` (two tokens a result kept for the joins),
     as `draw` renders it alone over the `base` tokens of `draw([])`: one larger than its share
-    is cut to its best-matching lines; those that cannot hold a line leave."""
+    is cut to its best-matching lines; those that cannot hold a line leave. `cuts` remembers
+    each cut, for calls with the same `tc`, `draw`, `query` and `positions` (it is the same
+    for the same chunk, cost, share and base)."""
     n = len(ranked)
     shares = fair_shares(costs[:n], room - 2 * n)
     words = query_words(query)
@@ -113,7 +116,13 @@ def shared_snippets(
         if cost <= share:
             out.append(chunk)
             continue
-        part = _best_lines(chunk, cost, share, base, words, tc, draw, positions)
+        key = (chunk.id, chunk.text, cost, share, base)
+        if cuts is not None and key in cuts:
+            part = cuts[key]
+        else:
+            part = _best_lines(chunk, cost, share, base, words, tc, draw, positions)
+            if cuts is not None:
+                cuts[key] = part
         if part is not None:
             out.append(part)
     return out

@@ -24,6 +24,7 @@ from ragbudget_server.store.embedding import (
     same_embedding,
 )
 from ragbudget_server.store.errors import StoreError, chroma_error, is_damaged
+from ragbudget_server.store.live import Signature
 from ragbudget_server.store.lock import release_lock_file, writer_lock
 from ragbudget_server.store.remote import (
     DEFAULT_CONNECT_TIMEOUT,
@@ -46,6 +47,8 @@ VERSION_KEY = "ragbudget_version"
 wrote (or may have written) chunks; a search cursor names the version it was ranked at."""
 _NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$")
 _PAGE = 5000
+_MATCHING_KEPT = 64
+"""Counts of matching chunks remembered (by filters and generation) before starting over."""
 
 
 def _parse_server(server: Any) -> tuple[str, int, bool]:
@@ -127,6 +130,7 @@ class ChromaBackend:
         self._watch = live.StoreWatch(self.path) if self.path is not None else None
         self._gate = live.Gate()
         self._writing = 0
+        self._matching: dict[tuple[str, Signature], int] = {}
 
     @property
     def where(self) -> str:
@@ -335,6 +339,31 @@ class ChromaBackend:
             if len(page["ids"]) < _PAGE:
                 return
             offset += _PAGE
+
+    def matching(self, where: dict[str, Any] | None) -> int:
+        """How many chunks match the filters `where` (None: all).
+
+        An embedded store counts once while its content stays the same: its generation
+        (`live.signature`, which every write changes) is a read of a fraction of a millisecond,
+        where a count grows with the store (2.4 ms at 20K chunks). A Chroma server counts at
+        each call."""
+        collection = self.require()
+
+        def count() -> int:
+            if where is None:
+                return int(collection.count())
+            return len(collection.get(where=where, include=[])["ids"])
+
+        generation = live.signature(self._snapshot or self.path) if self.path else None
+        if generation is None:
+            return count()
+        key = (json.dumps(where, sort_keys=True), generation)
+        found = self._matching.get(key)
+        if found is None:
+            if len(self._matching) >= _MATCHING_KEPT:
+                self._matching.clear()
+            found = self._matching[key] = count()
+        return found
 
     def close(self) -> None:
         client, self._client, self._collection = self._client, None, None

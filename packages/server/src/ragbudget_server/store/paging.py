@@ -30,7 +30,14 @@ from ragbudget.counters import TokenCounter
 from ragbudget_server.store import cursor as cursors
 from ragbudget_server.store.errors import StoreError
 from ragbudget_server.store.models import SearchResponse
-from ragbudget_server.store.search import Fetch, Hit, Rendering, fetch_ranked, measure
+from ragbudget_server.store.search import (
+    Fetch,
+    Hit,
+    Rendering,
+    fetch_ranked,
+    first_batch,
+    measure,
+)
 from ragbudget_server.store.selection import respond
 
 __all__ = [
@@ -63,8 +70,13 @@ def extend(
     embedding: Callable[[], list[float]],
     upto: int,
     total: Callable[[], int],
+    records: dict[str, tuple[str, dict[str, Any]]] | None = None,
 ) -> cursors.Ranking:
     """`ranking` with at least `upto` ranked ids, or complete.
+
+    `records`: the first query also returns the texts and metadata of what it ranks, kept
+    there (`{id: (document, metadata)}`), for a page that will read them all: one query
+    instead of a query and a fetch.
 
     Chroma's top list for the query, longer each time (`first`: exactly `upto`, the size of a
     plain query; then twice what is ranked, at least `_STEP`, so the ids an extension adds
@@ -83,9 +95,14 @@ def extend(
         ask = min(matching, upto if not ids else max(_STEP, 2 * len(ids)))
         if ask <= 0:
             return replace(ranking, ids=ids, distances=distances, complete=True)
+        full = records is not None and not ids
+        include = ["distances", "documents", "metadatas"] if full else ["distances"]
         found = collection.query(
-            query_embeddings=[query], n_results=ask, where=ranking.where, include=["distances"]
+            query_embeddings=[query], n_results=ask, where=ranking.where, include=include
         )
+        if full and records is not None:
+            rows = zip(found["ids"][0], found["documents"][0], found["metadatas"][0], strict=True)
+            records.update((i, (d or "", dict(m or {}))) for i, d, m in rows)
         pairs = zip(found["ids"][0], map(float, found["distances"][0]), strict=True)
         new = sorted((d, i) for i, d in pairs
                      if i not in ranked and (members is None or i in members))  # fmt: skip
@@ -158,6 +175,7 @@ def ranking_for(
     offset: int,
     cursor: str | None,
     limit: int,
+    records: dict[str, tuple[str, dict[str, Any]]] | None = None,
 ) -> tuple[str, cursors.Ranking, int, bool, str]:
     """The snapshot a page reads, extended to hold ranks `start` to `start + limit`: its key,
     the ranking, `start`, whether it grew past what is kept, and the store's version now.
@@ -199,7 +217,7 @@ def ranking_for(
     def count() -> int:  # what matches now (known while the store is the first page's)
         return first_total if first_total is not None else total()
 
-    ranking = extend(collection, found, embedding, start + limit, count)
+    ranking = extend(collection, found, embedding, start + limit, count, records)
     if fresh:
         if shelf.put_new(key, ranking.encode()):
             return key, ranking, start, False, version
@@ -230,9 +248,16 @@ def search_page(
 ) -> SearchResponse:
     """One budgeted page of the ranking `cursor` names (else a new ranking, from `offset`)."""
     collection = backend.require()
+    # A page that reads every record of its window (the evidence selection, snippets, or a
+    # window the first fetch covers anyway) has a new ranking's query return them.
+    read_all = concise or evidence or limit <= first_batch(max_tokens)
+    prefetched: dict[str, tuple[str, dict[str, Any]]] | None = {} if read_all else None
     key, ranking, start, grew, version = ranking_for(
-        backend, query=query, where=where, total=total, offset=offset, cursor=cursor, limit=limit
-    )
+        backend, query=query, where=where, total=total, offset=offset, cursor=cursor,
+        limit=limit, records=prefetched,
+    )  # fmt: skip
+    if prefetched:
+        records = _reading_first(prefetched, records)
     changed = ranking.version != version
     hint = continuation_hint(rendering.offset_hint, key)
     paged = Rendering.of(rendering.format, hint)
@@ -274,6 +299,17 @@ def search_page(
         reserve += used - max_tokens + (reserve == 0) * _extra_guess(final, counter)
     msg = "the search page could not be fitted with its cursor; search again"
     raise StoreError(msg)
+
+
+def _reading_first(known: dict[str, tuple[str, dict[str, Any]]], fetch: Fetch) -> Fetch:
+    """`fetch`, answering from the records `known` before asking the store."""
+
+    def records(ids: list[str]) -> dict[str, tuple[str, dict[str, Any]]]:
+        found = {i: known[i] for i in ids if i in known}
+        missing = [i for i in ids if i not in found]
+        return {**found, **fetch(missing)} if missing else found
+
+    return records
 
 
 class _Moved(Exception):

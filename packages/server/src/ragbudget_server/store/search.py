@@ -30,7 +30,15 @@ from ragbudget_server.store.models import (
 )
 from ragbudget_server.store.pages import cite
 
-__all__ = ["Hit", "Rendering", "budget_response", "fetch_ranked", "measure", "snippet"]
+__all__ = [
+    "Hit",
+    "Rendering",
+    "budget_response",
+    "fetch_ranked",
+    "first_batch",
+    "measure",
+    "snippet",
+]
 
 _SNIPPET_LINES = 3
 _SNIPPET_CHARS = 240
@@ -66,12 +74,7 @@ def fetch_ranked(
     budget to find its first misfit among them. Concise snippets are short: all are fetched.
     Records deleted since the query (a concurrent ingest) are skipped.
     """
-    if concise:
-        batch = len(ranked)
-    else:
-        batch = min(
-            len(ranked), max(4, math.ceil(1.25 * max_tokens / _TOKENS_PER_RESULT_GUESS) + 2)
-        )
+    batch = len(ranked) if concise else min(len(ranked), first_batch(max_tokens))
     hits: list[Hit] = []
     guess: list[int] = []
     done = 0
@@ -89,6 +92,11 @@ def fetch_ranked(
             break
         batch = done  # double what was fetched
     return hits
+
+
+def first_batch(max_tokens: int) -> int:
+    """How many ranked records `fetch_ranked` fetches first, before any stored count is seen."""
+    return max(4, math.ceil(1.25 * max_tokens / _TOKENS_PER_RESULT_GUESS) + 2)
 
 
 def _query_words(query: str) -> list[str]:

@@ -16,8 +16,9 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ragbudget.counters import TokenCounter
-from ragbudget.evidence import EvidenceReport, EvidenceResult, select
+from ragbudget.budget import rank_chunks
+from ragbudget.counters import TokenCounter, count_up_to, stops_early
+from ragbudget.evidence import EvidenceReport, EvidenceResult, dedupe, select
 from ragbudget.fitting import Fitted, largest_fitting
 from ragbudget.models import Chunk
 
@@ -34,6 +35,8 @@ _MIN_SHARE = {"text": 150, "json": 250}
 more on them than on evidence (`benchmarks/bench_evidence.py` measures both)."""
 _TRIES = 6
 """Selections a page may take: a narrower reach, or the excess taken off the budget."""
+_DEDUPE = 0.9
+"""The similarity at which a text repeats a better-ranked one (`select`'s default)."""
 
 
 def respond(
@@ -119,15 +122,27 @@ def evidence_response(
 
     budget, reach, narrowed = max_tokens, len(hits), False
     remembered = Remembered(counter)  # the tries render many of the same candidates
+    # The tries select from prefixes of one ranking, and which texts repeat a better-ranked
+    # one does not depend on the ranks after them: so duplicates are found once, for all hits,
+    # and each try selects from the distinct texts of its prefix (as `select` would find them).
+    distinct, repeats = _distinct(chunks)
+    cuts: dict[Any, Chunk | None] = {}  # and the snippets one try cut, the next reuses
 
     def attempt(k: int) -> EvidenceResult | None:
         try:
-            return select(
-                chunks[:k], budget, counter=remembered, query=query, render=render,
+            got = select(
+                [c for c in distinct if rank[c.id] < k] if repeats is not None else chunks[:k],
+                budget, counter=remembered, query=query, render=render,
                 max_per_source=max_per_source, min_share=_MIN_SHARE[rendering.format],
+                dedupe_threshold=None if repeats is not None else _DEDUPE, cuts=cuts,
             )  # fmt: skip
         except ValueError:
             return None  # not even an empty rendering fits: the plain path says what is needed
+        if repeats is None:
+            return got
+        deduped = {gone: twin for gone, twin in repeats.items() if rank[gone] < k}
+        report = got.report.model_copy(update={"deduped": deduped})
+        return got.model_copy(update={"report": report})
 
     for _ in range(_TRIES):
         got = attempt(reach)
@@ -165,6 +180,14 @@ def evidence_response(
         if budget <= 0:
             break
     return plain()
+
+
+def _distinct(chunks: list[Chunk]) -> tuple[list[Chunk], dict[str, str] | None]:
+    """`chunks` without duplicates and `{left-out id: the id it repeats}` (`dedupe`), when
+    `select` ranks them in the order given (else None: each try dedupes its own prefix)."""
+    if rank_chunks(chunks) != list(range(len(chunks))):
+        return chunks, None
+    return dedupe(chunks, threshold=_DEDUPE)
 
 
 def _within_cap(hits: Sequence[Hit], cap: int | None) -> Sequence[Hit]:
@@ -207,11 +230,22 @@ class Remembered:
         self._counter = counter
         self._seen: dict[str, int] = {}
         self.name, self.exact = counter.name, counter.exact
+        self.stops_early = stops_early(counter)
 
     def count(self, text: str) -> int:
         n = self._seen.get(text)
         if n is None:
             n = self._seen[text] = self._counter.count(text)
+        return n
+
+    def count_up_to(self, text: str, limit: int) -> int:
+        """As `count` when the text counts at most `limit`, else some number above it: a
+        counter that can stop there does (`counters.count_up_to`); only whole counts are kept."""
+        n = self._seen.get(text)
+        if n is None:
+            n = count_up_to(self._counter, text, limit)
+            if n <= limit:
+                self._seen[text] = n
         return n
 
 

@@ -304,7 +304,7 @@ class DocumentStore:
         # makes the live store reopen its client mid-search, and a handle of the old client
         # finds none of the records the new one ranked.
         def total() -> int:
-            return self._total(backend.require(), where)
+            return backend.matching(where)
 
         def records(ids: list[str]) -> dict[str, tuple[str, dict[str, Any]]]:
             return self._records(backend.require(), ids)
@@ -315,13 +315,6 @@ class DocumentStore:
             concise=bool(concise), evidence=bool(evidence), max_per_source=max_per_source,
         )  # fmt: skip
 
-    @staticmethod
-    def _total(collection: Any, where: dict[str, Any] | None) -> int:
-        """How many chunks match the filters."""
-        if where is None:
-            return int(collection.count())
-        return len(collection.get(where=where, include=[])["ids"])
-
     def _ranked(
         self, collection: Any, query: str, n: int, where: dict[str, Any] | None
     ) -> list[tuple[str, float]]:
@@ -329,7 +322,7 @@ class DocumentStore:
         snapshot, extended and kept as a page would)."""
         key, ranking, _, grew, _ = ranking_for(
             self._backend, query=query, where=where, offset=0, cursor=None, limit=n,
-            total=functools.partial(self._total, collection, where),
+            total=functools.partial(self._backend.matching, where),
         )  # fmt: skip
         if grew:
             save_ranking(self._backend, key, ranking)

@@ -1,0 +1,185 @@
+"""What a search costs next to a raw Chroma query, by limit and budget, on stores of two sizes.
+
+Side by side in one run (each query timed both ways, one after the other, so load on the
+machine hits both alike; medians over the queries): `DocumentStore.search(q, limit=L,
+max_tokens=B)` (the default: evidence selection; and `evidence=False`, the plain ranked prefix)
+against the raw Chroma query a caller would make instead, `collection.query(query_embeddings=
+[the store's embedding of q], n_results=L)` (texts, metadata and distances of the top L), on the
+same collection. Each search is a first page: the ranking kept by the last search of the same
+query is forgotten before it (outside the timing), so every search ranks afresh.
+
+Goal (issue 42): the default search at most 1.5x the raw query at limits 10 and 50, at most 2x
+at limit 200, at every budget; its cost growing with the limit no faster than Chroma's.
+
+Stores: ~2K chunks (stdlib packages) and ~30K chunks (the whole stdlib, tests included, less
+idlelib, tkinter, turtledemo, lib2to3), built with the default embedding ("hashing") and
+counter; a 60K store takes too long to build on two shared cores. Building the large one takes
+minutes (7 on two loaded cores):
+`--keep DIR` builds each store once in DIR and reuses it. `--dump FILE` writes what every
+search returned (ids, texts' hashes, tokens, notices) as JSON, to compare two versions.
+
+Run: make bench (or uv run --all-packages python benchmarks/bench_search_cost.py
+[--quick] [--keep DIR] [--counter SPEC ...] [--dump FILE])
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _corpus import STDLIB, offline_tiktoken
+from ragbudget_server.store import DocumentStore
+from ragbudget_server.store.cursor import FolderShelf, shelf_for
+
+SMALL = ("json", "email", "asyncio", "logging", "http", "xml", "importlib", "unittest",
+         "multiprocessing", "concurrent", "urllib")  # fmt: skip
+QUERIES = [
+    "decode a JSON document",
+    "parse email headers",
+    "run the event loop until complete",
+    "rotating file handler",
+    "HTTP status codes and reason phrases",
+    "parse an XML document into elements",
+    "import a module from a file path",
+    "assertRaises context manager",
+    "cancel a task with a timeout",
+    "format a log record",
+]
+LIMITS = (10, 50, 200)
+BUDGETS = (1000, 4000, 14500)
+GOAL = {10: 1.5, 50: 1.5, 200: 2.0}
+
+
+def _roots(size: str) -> list[Path]:
+    if size == "2K":
+        return [STDLIB / p for p in SMALL]
+    skip = {"site-packages", "__pycache__", "idlelib", "tkinter", "turtledemo", "lib2to3"}
+    return sorted(
+        p for p in STDLIB.iterdir()
+        if p.name not in skip and (p.is_dir() or p.suffix == ".py")
+    )  # fmt: skip
+
+
+def _store(size: str, where: Path) -> DocumentStore:
+    db = where / f"store-{size}"
+    fresh = not (db / "chroma.sqlite3").exists()
+    store = DocumentStore(path=db)
+    if fresh:
+        start = time.perf_counter()
+        report = store.ingest(_roots(size))
+        print(f"built the {size} store: {report.chunks_added:,} chunks in "
+              f"{time.perf_counter() - start:.0f} s", flush=True)  # fmt: skip
+    return store
+
+
+def _forget_rankings(store: DocumentStore) -> None:
+    shelf = shelf_for(store._backend)
+    if isinstance(shelf, FolderShelf):
+        shutil.rmtree(shelf.folder, ignore_errors=True)
+
+
+def _fingerprint(response: Any) -> dict[str, Any]:
+    return {
+        "ids": [r.id for r in response.results],
+        "texts": [hashlib.sha256(r.text.encode()).hexdigest()[:16] for r in response.results],
+        "tokens": [r.tokens for r in response.results],
+        "merged": [r.merged_ids for r in response.results],
+        "duplicates": [r.duplicate_ids for r in response.results],
+        "cut": [r.cut for r in response.results],
+        "next_offset": response.next_offset,
+        "used_tokens": response.used_tokens,
+        "notice": response.notice,
+    }
+
+
+def _measure(
+    store: DocumentStore, counter: str | None, evidence: bool, limit: int, budget: int,
+    rounds: int, dump: dict[str, Any],
+) -> tuple[float, float]:  # fmt: skip
+    """Median ms of the raw query and of the search, over queries (and rounds)."""
+    collection = store.collection
+    backend = store._backend
+    raw_t: list[float] = []
+    search_t: list[float] = []
+    for r in range(rounds):
+        for i, q in enumerate(QUERIES):
+            _forget_rankings(store)
+            order = (i + r) % 2
+            for turn in (order, 1 - order):
+                t0 = time.perf_counter()
+                if turn == 0:
+                    vector = [float(x) for x in backend.embed([q], query=True)[0]]
+                    collection.query(query_embeddings=[vector], n_results=limit)
+                    raw_t.append(time.perf_counter() - t0)
+                else:
+                    response = store.search(
+                        q, limit=limit, max_tokens=budget, counter=counter, evidence=evidence
+                    )
+                    search_t.append(time.perf_counter() - t0)
+                    key = f"{counter}|{evidence}|{limit}|{budget}|{q}"
+                    dump[key] = _fingerprint(response)
+    return statistics.median(raw_t) * 1e3, statistics.median(search_t) * 1e3
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="the 2K store only, one round")
+    parser.add_argument("--keep", type=Path, help="build the stores once in this folder")
+    parser.add_argument("--counter", action="append", help="counter specs (default: the store's "
+                        "and bpe:o200k_base)")  # fmt: skip
+    parser.add_argument("--sizes", default=None, help="2K,30K")
+    parser.add_argument("--rounds", type=int, default=None)
+    parser.add_argument("--dump", type=Path, help="write what every search returned here")
+    args, _ = parser.parse_known_args()
+    offline_tiktoken()
+    logging.getLogger("ragbudget").setLevel(logging.ERROR)
+    logging.getLogger("ragbudget_server").setLevel(logging.ERROR)
+    sizes = (args.sizes or ("2K" if args.quick else "2K,30K")).split(",")
+    rounds = args.rounds or (1 if args.quick else 2)
+    counters: list[str | None] = [None, *(args.counter or ["bpe:o200k_base"])]
+    dump: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="ragbudget-bench-") as tmp:
+        where = args.keep or Path(tmp)
+        where.mkdir(parents=True, exist_ok=True)
+        for size in sizes:
+            store = _store(size, where)
+            chunks = store.collection.count()
+            for q in QUERIES:  # warm both paths (caches, counters' data, the HNSW index)
+                for counter in counters:
+                    store.search(q, limit=50, max_tokens=4000, counter=counter)
+                store.collection.query(query_texts=[q], n_results=50)
+            print(f"\nsearch vs raw collection.query, {chunks:,} chunks ({size} store), "
+                  f"{len(QUERIES)} queries x {rounds} rounds, medians, ms", flush=True)  # fmt: skip
+            print(f"{'counter':>16} {'mode':>8} {'limit':>5} {'budget':>6} {'raw':>7} "
+                  f"{'search':>7} {'ratio':>6} {'goal':>5}")  # fmt: skip
+            for counter in counters:
+                name = counter or f"{store.counter.name}"
+                for evidence in (True, False):
+                    for budget in BUDGETS:
+                        for limit in LIMITS:
+                            raw, search = _measure(
+                                store, counter, evidence, limit, budget, rounds, dump[size]
+                                if size in dump else dump.setdefault(size, {}),
+                            )  # fmt: skip
+                            mode = "evidence" if evidence else "plain"
+                            goal = f"{GOAL[limit]:.1f}x" if evidence else ""
+                            print(f"{name[:16]:>16} {mode:>8} {limit:>5} {budget:>6} "
+                                  f"{raw:>7.1f} {search:>7.1f} {search / raw:>5.2f}x "
+                                  f"{goal:>5}", flush=True)  # fmt: skip
+            store.close()
+    if args.dump:
+        args.dump.write_text(json.dumps(dump, indent=1, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()
