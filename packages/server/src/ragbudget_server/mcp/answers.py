@@ -199,6 +199,9 @@ class Ask:
     walls: Walls
     requested: int
     counter: TokenCounter
+    results: int = 0
+    """The most results the answer may list (a search's `limit`): its structured content
+    lists each, so the first guess leaves room for them."""
 
 
 def _notice(ask: Ask, bound: Wall | None) -> str | None:
@@ -217,6 +220,13 @@ def _notice(ask: Ask, bound: Wall | None) -> str | None:
 _OVERHEAD = 120
 """A first guess at the units of the structured content's fields beside the text."""
 
+_PER_RESULT = 70
+"""A first guess at the units of one result's entry in the structured content (id, source,
+lines, score, tokens, merged ids: 70-85 measured on the standard library's paths)."""
+
+_RESULT_UNITS = 450
+"""A first guess at the units of one result in the text, to guess how many a budget shows."""
+
 
 def fit_answer(ask: Ask, fetch: Callable[[int, TokenCounter], R]) -> FittedAnswer:
     """The store's answer within `ask.walls`, text blocks and structured content together.
@@ -231,9 +241,11 @@ def fit_answer(ask: Ask, fetch: Callable[[int, TokenCounter], R]) -> FittedAnswe
     """
     walled = WalledCounter(Remembered(ask.counter), ask.walls)  # each text counted once
     limit = ask.walls.tokens
-    # A first guess: the server's notice and the structured content's fields (~120 units);
-    # the store gets at least 1, and says what it needs when that is too little.
+    # A first guess: the server's notice and the structured content's fields (~120 units, and
+    # ~70 a result for as many results as the budget may show), so that one store call is
+    # usually enough; the store gets at least 1, and says what it needs when that is too little.
     budget = max(1, limit - walled.count(_notice(ask, "chars") or "") - _OVERHEAD)
+    budget = max(1, budget - _PER_RESULT * min(ask.results, budget // _RESULT_UNITS))
     floor: int | None = None  # the smallest budget the store's text can take, once it said
     overhead = 0
     for attempt in range(_TRIES):

@@ -108,14 +108,16 @@ async def _state(ctx: Context) -> ServerState:
     return state
 
 
-async def _ask(ctx: Context, state: ServerState, max_tokens: int, format: str) -> Ask:
+async def _ask(
+    ctx: Context, state: ServerState, max_tokens: int, format: str, results: int = 0
+) -> Ask:
     """This call's budget: the caller's profile, its walls in the counter's tokens, capped by
-    the server's ceiling and the ask."""
+    the server's ceiling and the ask (`results`: the most results it may list)."""
     profile = state.profile(client_name(ctx))
     counter = state.counter_for_profile(format, profile)
     walls = profile.walls(counter)
     walls = walls.with_tokens(min(walls.tokens, state.ceiling, max_tokens))
-    return Ask(profile=profile, walls=walls, requested=max_tokens, counter=counter)
+    return Ask(profile=profile, walls=walls, requested=max_tokens, counter=counter, results=results)
 
 
 async def _budgeted(
@@ -266,7 +268,7 @@ async def search(
             cursor=cursor,
         )
 
-    ask = await _ask(ctx, state, max_tokens, format)
+    ask = await _ask(ctx, state, max_tokens, format, results=limit)
     return await _budgeted(ctx, state, ask, fetch, partial(_cut_message, f"search {shown(query)}"))
 
 
