@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,9 +28,7 @@ QUESTIONS = {
 
 def index_ids(store: DocumentStore) -> set[str]:
     """The chunk ids the store's lexical index holds."""
-    path = index_for(store._backend).path
-    with sqlite3.connect(path) as db:
-        return {i for (i,) in db.execute("SELECT id FROM docs")}
+    return index_for(store._backend).ids()
 
 
 def chunk_ids(store: DocumentStore) -> set[str]:

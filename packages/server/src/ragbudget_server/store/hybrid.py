@@ -1,16 +1,21 @@
 """Hybrid ranking: the dense (vector) ranking and the lexical (BM25) one, fused by reciprocal
 rank fusion, and the lexical index kept in step with the store.
 
-A new search's ranking starts with the fusion of two pools (`seed`): Chroma's `POOL` nearest
-chunks and the lexical index's `POOL` best BM25 matches. Each chunk scores `sum 1 / (RRF_K +
-rank)` over the lists it is in (Cormack, Clarke and Buettcher, SIGIR 2009, with their k = 60):
-no score scales to calibrate, and a chunk both lists rank well comes first, while one that only
-the words find (an identifier, a rare word, a CJK phrase the hashing embedding spreads thin)
-still enters. Ties go to the better dense rank, then the id. The pools are the same for every
-page size, so the fused prefix is the same for every `offset` and `limit`; past it, the ranking
-continues by dense distance (`paging.extend`) and covers every matching chunk once, as before.
-A chunk the index proposes is checked against Chroma (it exists, it passes the filters) and
-gets its exact cosine distance, so a result's score means what it always meant.
+A new search's ranking starts with the fusion of two pools (`seed`): Chroma's nearest chunks
+and the lexical index's best BM25 matches, `POOL` of each, or the first page's `offset + limit`
+when that is more (as a plain query asks for what the page shows). Each chunk scores
+`sum 1 / (RRF_K + rank)` over the lists it is in (Cormack, Clarke and Buettcher, SIGIR 2009,
+with their k = 60): no score scales to calibrate, a chunk both lists rank well comes first, and
+one only the words find (an identifier, a rare word, a CJK phrase the hashing embedding does not
+see) still enters. Ties go to the better dense rank, then the id. Past the fused prefix the
+ranking continues by dense distance (`paging.extend`) and covers every matching chunk once, as
+before; the snapshot keeps the fused ranking, so cursor pages partition it.
+
+A chunk only the index proposes gets its cosine distance from the vector the index keeps of it
+(copied from Chroma at sync), so a result's score means what it always meant. When the index
+is not in step with the store's version (an ingest running in another process, or one cut
+short) or a filter's shape is not one it knows, Chroma checks the proposed ids instead: they
+exist, pass the filters, and get Chroma's own distance.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ragbudget_server.store import cursor as cursors
-from ragbudget_server.store.lexical import LexicalIndex, index_path
+from ragbudget_server.store.lexical import LexicalIndex, Proposal, index_path
 
 __all__ = [
     "POOL",
@@ -40,11 +45,11 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-POOL = 50
-"""Candidates each ranking brings to the fusion."""
+POOL = 20
+"""Fewest candidates each ranking brings to the fusion (a first page of more brings more)."""
 RRF_K = 60
 
-Propose = Callable[[str, int, "dict[str, Any] | None"], "list[str] | None"]
+Propose = Callable[[str, int, "dict[str, Any] | None", str], "Proposal | None"]
 
 
 def rrf(rankings: list[list[str]], k: int = RRF_K) -> list[str]:
@@ -71,11 +76,12 @@ def seed(
     collection: Any,
     ranking: cursors.Ranking,
     embedding: Callable[[], list[float]],
-    proposed: list[str],
+    proposal: Proposal,
+    pool: int,
 ) -> cursors.Ranking:
-    """A new `ranking` (nothing ranked yet) started with the fusion of Chroma's `POOL` nearest
-    chunks and the lexical index's `proposed` ids."""
-    ask = min(POOL, ranking.total)
+    """A new `ranking` (nothing ranked yet) started with the fusion of Chroma's `pool` nearest
+    chunks and the lexical index's `proposal` (its best `pool`)."""
+    ask = min(pool, ranking.total)
     if ask <= 0:
         return ranking
     query = embedding()
@@ -87,11 +93,24 @@ def seed(
     )
     distance = {i: d for d, i in pairs}
     dense = [i for _, i in pairs]
-    others = [i for i in dict.fromkeys(proposed) if i not in distance]
-    if others:  # present and within the filters, with their exact distance
-        got = collection.get(ids=others, where=ranking.where, include=["embeddings"])
-        distance.update(zip(got["ids"], cosine_distances(got["embeddings"], query), strict=True))
-    lexical = [i for i in dict.fromkeys(proposed) if i in distance]
+    vectors = dict(zip(proposal.ids, proposal.vectors, strict=True))
+    others = [i for i in vectors if i not in distance]
+    if others and proposal.in_step:  # the index's own copies of the vectors
+        rows = [np.frombuffer(vectors[i], dtype=np.float32) for i in others]
+        distance.update(zip(others, cosine_distances(np.stack(rows), query), strict=True))
+    elif others:  # present and within the filters, with their exact distance (Chroma's own)
+        got = collection.query(
+            query_embeddings=[query], n_results=len(others), ids=others, where=ranking.where,
+            include=["distances"],
+        )  # fmt: skip
+        distance.update(zip(got["ids"][0], map(float, got["distances"][0]), strict=True))
+        missed = [i for i in others if i not in distance]
+        if missed:  # left out by the approximate index, or by the filters
+            rest = collection.get(ids=missed, where=ranking.where, include=["embeddings"])
+            distance.update(
+                zip(rest["ids"], cosine_distances(rest["embeddings"], query), strict=True)
+            )
+    lexical = [i for i in vectors if i in distance]
     fused = rrf([dense, lexical])
     return replace(ranking, ids=fused, distances=[distance[i] for i in fused])
 

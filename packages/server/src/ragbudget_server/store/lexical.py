@@ -34,22 +34,30 @@ import logging
 import os
 import re
 import sqlite3
+import threading
 import unicodedata
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
-__all__ = ["LexicalIndex", "cjk_bigrams", "index_path", "match_query"]
+import numpy as np
+
+__all__ = ["LexicalIndex", "Proposal", "cjk_bigrams", "index_path", "match_query"]
 
 logger = logging.getLogger(__name__)
 
-SCHEMA = "1"
+SCHEMA = "2"
 """Bumped when the tokens change: an index of another schema is rebuilt by the next sync."""
 _BATCH = 500
+_readers = threading.local()
+_KEPT = 4
+"""Read connections kept per thread (one per index file, the most recently opened)."""
+_TIES = 10
 _MAX_TERMS = 64
-_COMMON = 0.5
+_COMMON = 0.1
 """A query word in more than this share of the chunks is left out (BM25 gives it no weight)."""
 
 _CJK = (
@@ -130,6 +138,17 @@ def _header(source: str) -> str:
     return f"{path.parent.name} {path.stem}\n"
 
 
+@dataclass(frozen=True)
+class Proposal:
+    """What the index proposes for a query: ids, best first, with their vectors as stored."""
+
+    ids: list[str]
+    vectors: list[bytes]
+    in_step: bool
+    """The index matched the store's version when read, and applied the search's filters:
+    its ids exist and pass them (else Chroma checks)."""
+
+
 class LexicalIndex:
     """One store's FTS5 index: `search` reads it, `sync` (at ingest) writes it."""
 
@@ -141,9 +160,29 @@ class LexicalIndex:
 
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
-        uri = f"file:{quote(str(self.path.resolve()))}?mode=ro"
-        with closing(sqlite3.connect(uri, uri=True, timeout=10.0)) as db:
-            yield db
+        """A read-only connection, kept per thread while the file is the same one (a new
+        connection reads the schema and FTS5's structure again: half a search's cost)."""
+        st = os.stat(self.path)
+        key, kept = str(self.path), getattr(_readers, "kept", None)
+        if kept is None:
+            kept = _readers.kept = {}
+        held = kept.get(key)
+        if held is None or held[0] != (st.st_dev, st.st_ino):
+            if held is not None:
+                kept.pop(key)[1].close()
+            while len(kept) >= _KEPT:  # the oldest other index's connection goes
+                kept.pop(next(iter(kept)))[1].close()
+            uri = f"file:{quote(str(self.path.resolve()))}?mode=ro"
+            held = kept[key] = (
+                (st.st_dev, st.st_ino),
+                sqlite3.connect(uri, uri=True, timeout=10.0),
+            )
+        try:
+            yield held[1]
+        except sqlite3.Error:
+            kept.pop(key, None)
+            held[1].close()
+            raise
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -169,7 +208,7 @@ class LexicalIndex:
             db.execute("DELETE FROM meta")
         db.execute(
             "CREATE TABLE IF NOT EXISTS docs(row INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL,"
-            " source TEXT NOT NULL, file_type TEXT NOT NULL)"
+            " source TEXT NOT NULL, file_type TEXT NOT NULL, vector BLOB)"
         )
         db.execute(
             "CREATE VIRTUAL TABLE IF NOT EXISTS chunks USING fts5(text,"
@@ -188,6 +227,13 @@ class LexicalIndex:
         except sqlite3.Error as exc:
             logger.debug("lexical index %s unreadable: %s", self.path, exc)
             return {}
+
+    def ids(self) -> set[str]:
+        """The chunk ids the index holds (none when there is no index)."""
+        if not self.exists():
+            return set()
+        with self._read() as db:
+            return {i for (i,) in db.execute("SELECT id FROM docs")}
 
     def mark_dirty(self) -> None:
         """Before an ingest writes: until `sync` ends, the index may be out of step."""
@@ -213,55 +259,90 @@ class LexicalIndex:
             missing = sorted(ids.difference(held))
             for at in range(0, len(missing), _BATCH):
                 got = collection.get(
-                    ids=missing[at : at + _BATCH], include=["documents", "metadatas"]
+                    ids=missing[at : at + _BATCH],
+                    include=["documents", "metadatas", "embeddings"],
                 )
-                for id_, doc, meta in zip(
-                    got["ids"], got["documents"] or [], got["metadatas"] or [], strict=True
-                ):
+                fetched = zip(
+                    got["ids"], got["documents"], got["metadatas"], got["embeddings"], strict=True
+                )
+                for id_, doc, meta, vector in fetched:
                     meta = meta or {}
                     row = db.execute(
-                        "INSERT INTO docs(id, source, file_type) VALUES (?, ?, ?)",
-                        (id_, str(meta.get("source", "")), str(meta.get("file_type", ""))),
-                    ).lastrowid
+                        "INSERT INTO docs(id, source, file_type, vector) VALUES (?, ?, ?, ?)",
+                        (id_, str(meta.get("source", "")), str(meta.get("file_type", "")),
+                         np.asarray(vector, dtype=np.float32).tobytes()),
+                    ).lastrowid  # fmt: skip
                     db.execute(
                         "INSERT INTO chunks(rowid, text) VALUES (?, ?)",
                         (row, cjk_bigrams(_header(str(meta.get("source", ""))) + (doc or ""))),
                     )
+            count = db.execute("SELECT count(*) FROM docs").fetchone()[0]
             db.executemany(
                 "INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                [("version", version), ("collection", str(collection.id)), ("clean", "1")],
-            )
+                [("version", version), ("collection", str(collection.id)), ("clean", "1"),
+                 ("chunks", str(count))],
+            )  # fmt: skip
         return len(missing), len(extra)
 
-    def search(self, query: str, n: int, where: dict[str, Any] | None) -> list[str] | None:
-        """The ids of the `n` chunks that best match `query` by BM25 (ties by id), within the
-        filters when their shape is known; None when the index cannot be read."""
+    def search(
+        self, query: str, n: int, where: dict[str, Any] | None, version: str
+    ) -> Proposal | None:
+        """The `n` chunks that best match `query` by BM25 (ties by id), within the filters
+        when their shape is known; None when the index cannot be read. `version` is the store's
+        now: the proposal says whether the index is in step with it."""
         if not self.exists():
             return None
         terms = match_query(query)
-        if not terms:
-            return []
-        sql, args = _filters(where) or ("", [])
+        filters = _filters(where)
+        sql, args = filters or ("", [])
         try:
             with self._read() as db:
-                terms = self._rare(db, terms)
-                found = db.execute(
-                    "SELECT d.id FROM chunks JOIN docs d ON d.row = chunks.rowid"
-                    f" WHERE chunks MATCH ?{sql} ORDER BY bm25(chunks), d.id LIMIT ?",
-                    [" OR ".join(t for t, _ in terms), *args, n],
-                ).fetchall()
+                meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+                if terms:
+                    terms = self._rare(db, terms, int(meta.get("chunks", "0")))
+                    found = self._best(db, " OR ".join(t for t, _ in terms), sql, args, n)
         except sqlite3.Error as exc:  # e.g. a killed writer's journal, on a read-only store
             logger.debug("lexical index %s unreadable: %s", self.path, exc)
             return None
-        return [i for (i,) in found]
+        if not terms:
+            return Proposal([], [], True)
+        in_step = meta.get("clean") == "1" and meta.get("version") == version
+        return Proposal([i for i, _ in found], [v for _, v in found], in_step and bool(filters))
 
     @staticmethod
-    def _rare(db: sqlite3.Connection, terms: list[tuple[str, str | None]]) -> list[tuple[str, Any]]:
-        """`terms` without the words most chunks hold (all of them if every one is common)."""
+    def _best(
+        db: sqlite3.Connection, match: str, sql: str, args: list[str], n: int
+    ) -> list[tuple[str, bytes]]:
+        """(id, vector) of the `n` best matches by BM25, ties by id. FTS5 ranks rowids alone
+        (`ORDER BY rank`: no row is read before the cut), `_TIES` more than asked so that rows
+        tied at the cut are ordered by id; then only those rows are read."""
+        join = " JOIN docs d ON d.row = chunks.rowid" if sql else ""
+        ranked = db.execute(
+            f"SELECT chunks.rowid, chunks.rank FROM chunks{join} WHERE chunks MATCH ?{sql}"
+            " ORDER BY chunks.rank LIMIT ?",
+            [match, *args, n + _TIES],
+        ).fetchall()
+        if not ranked:
+            return []
+        marks = ",".join("?" * len(ranked))
+        rows = {
+            row: (id_, vector)
+            for row, id_, vector in db.execute(
+                f"SELECT row, id, vector FROM docs WHERE row IN ({marks})", [r for r, _ in ranked]
+            )
+        }
+        best = sorted((rank, rows[row][0], row) for row, rank in ranked if row in rows)
+        return [rows[row] for _, _, row in best[:n]]
+
+    @staticmethod
+    def _rare(
+        db: sqlite3.Connection, terms: list[tuple[str, str | None]], total: int
+    ) -> list[tuple[str, Any]]:
+        """`terms` without the words most of the `total` chunks hold (all of them if every one
+        is common)."""
         words = [w for _, w in terms if w is not None]
         if not words:
             return list(terms)
-        total = db.execute("SELECT count(*) FROM docs").fetchone()[0]
         marks = ",".join("?" * len(words))
         seen = dict(db.execute(f"SELECT term, doc FROM vocab WHERE term IN ({marks})", words))
         kept = [(t, w) for t, w in terms if w is None or seen.get(w, 0) <= _COMMON * total]

@@ -196,9 +196,10 @@ def ranking_for(
         return [float(x) for x in backend.embed([query], query=True)[0]]
 
     if fresh and lexical is not None:
-        proposed = lexical(query, POOL, where)
-        if proposed is not None:
-            found = seed(collection, found, embedding, proposed)
+        pool = max(POOL, start + limit)
+        proposal = lexical(query, pool, where, version)
+        if proposal is not None:
+            found = seed(collection, found, embedding, proposal, pool)
     first_total = found.total if found.version == version else None
 
     def count() -> int:  # what matches now (known while the store is the first page's)
