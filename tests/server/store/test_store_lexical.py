@@ -58,6 +58,11 @@ def test_rrf_ranks_each_id_once_and_a_shared_first_id_first(rankings: list[list[
     assert sorted(fused) == sorted({i for r in rankings for i in r})
     if rankings and all(r and r[0] == rankings[0][0] for r in rankings):
         assert fused[0] == rankings[0][0]
+    if len(rankings) == 2 and rankings[0] and rankings[1]:  # a swap ties: the first list wins
+        a, b = rankings[0][0], rankings[1][0]
+        swapped = rankings[0][1:2] == [b] and rankings[1][1:2] == [a]
+        if swapped:
+            assert fused[0] == a
 
 
 def test_the_index_stays_in_step_with_ingest_change_and_prune(
@@ -161,3 +166,31 @@ def test_a_server_store_brings_its_cache_in_step_when_another_client_ingested(
     found = other.search(question, max_tokens=1000)
     assert found.results[0].source == (docs / file).as_posix()
     assert index_ids(other) == chunk_ids(other)
+
+
+@pytest.mark.parametrize(
+    ("flag", "hybrid"), [([], True), (["--hybrid"], True), (["--dense"], False)]
+)
+def test_the_command_line_flag_picks_the_ranking(
+    tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch, flag: list[str], hybrid: bool
+) -> None:
+    from ragbudget_server.cli import app
+    from typer.testing import CliRunner
+
+    db = str(tmp_path / "db")
+    assert CliRunner().invoke(app, ["ingest", str(corpus), "--db", db]).exit_code == 0
+    asked: list[object] = []
+    search, candidates = DocumentStore.search, DocumentStore.candidates
+
+    def spy(real: Callable[..., object]) -> Callable[..., object]:
+        def call(self: DocumentStore, query: str, **kwargs: object) -> object:
+            asked.append(kwargs.get("hybrid"))
+            return real(self, query, **kwargs)
+
+        return call
+
+    monkeypatch.setattr(DocumentStore, "search", spy(search))
+    monkeypatch.setattr(DocumentStore, "candidates", spy(candidates))
+    result = CliRunner().invoke(app, ["search", "decode", "--db", db, "--explain", *flag])
+    assert result.exit_code == 0, result.output
+    assert asked == [hybrid, hybrid]
