@@ -1,9 +1,9 @@
 """Hybrid ranking: the dense (vector) ranking and the lexical (BM25) one, fused by reciprocal
 rank fusion, and the lexical index kept in step with the store.
 
-A new search's ranking starts with the fusion of two pools (`seed`): Chroma's nearest chunks
-and the lexical index's best BM25 matches, `POOL` of each, or the first page's `offset + limit`
-when that is more (as a plain query asks for what the page shows). Each chunk scores
+A new search's ranking starts with the fusion of two pools (`seed`): Chroma's `POOL` nearest
+chunks and the lexical index's `LEXICAL_POOL` best BM25 matches, whatever the page asks, so
+that the ranking does not depend on which page came first. Each chunk scores
 `sum 1 / (RRF_K + rank)` over the lists it is in (Cormack, Clarke and Buettcher, SIGIR 2009,
 with their k = 60): no score scales to calibrate, a chunk both lists rank well comes first, and
 one only the words find (an identifier, a rare word, a CJK phrase the hashing embedding does not
@@ -23,6 +23,7 @@ exist, pass the filters, and get Chroma's own distance.
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -33,6 +34,7 @@ from ragbudget_server.store import cursor as cursors
 from ragbudget_server.store.lexical import LexicalIndex, Proposal, index_path
 
 __all__ = [
+    "LEXICAL_POOL",
     "POOL",
     "RRF_K",
     "after_ingest",
@@ -47,8 +49,12 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-POOL = 20
-"""Fewest candidates each ranking brings to the fusion (a first page of more brings more)."""
+POOL = 50
+"""Candidates the vectors bring to the fusion, whatever the page size: so a search ranks the
+same whichever page came first (a first page of 10 and one of 50 make the same snapshot)."""
+LEXICAL_POOL = 20
+"""Candidates the lexical index brings (past 20, a rank adds less than 1/80 to a score; on the
+benchmark's questions 10, 20 and 50 put the same files first)."""
 RRF_K = 60
 
 Propose = Callable[[str, int, "dict[str, Any] | None", str], "Proposal | None"]
@@ -67,9 +73,9 @@ def rrf(rankings: list[list[str]], k: int = RRF_K) -> list[str]:
 
 def cosine_distances(vectors: Any, query: list[float]) -> list[float]:
     """Cosine distance of each row of `vectors` to `query` (the collections are cosine)."""
-    rows = np.asarray(vectors, dtype=np.float64)
     vector = np.asarray(query, dtype=np.float64)
-    rows = rows.reshape(len(rows), vector.size) if rows.size else rows.reshape(0, vector.size)
+    rows = np.asarray(vectors, dtype=np.float64)
+    rows = rows.reshape(-1, vector.size)
     norms = np.linalg.norm(rows, axis=1) * (np.linalg.norm(vector) or 1.0)
     cosine = (rows @ vector) / np.where(norms == 0, 1.0, norms)
     return [float(d) for d in (1.0 - cosine).tolist()]
@@ -99,8 +105,8 @@ def seed(
     vectors = dict(zip(proposal.ids, proposal.vectors, strict=True))
     others = [i for i in vectors if i not in distance]
     if others and proposal.in_step:  # the index's own copies of the vectors
-        rows = [np.frombuffer(vectors[i], dtype=np.float32) for i in others]
-        distance.update(zip(others, cosine_distances(np.stack(rows), query), strict=True))
+        rows = np.frombuffer(b"".join(vectors[i] for i in others), dtype=np.float32)
+        distance.update(zip(others, cosine_distances(rows, query), strict=True))
     elif others:  # present and within the filters, with their exact distance (Chroma's own)
         got = collection.query(
             query_embeddings=[query], n_results=len(others), ids=others, where=ranking.where,
@@ -142,33 +148,40 @@ def proposer(backend: Any) -> Propose | None:
     """What proposes a search's lexical candidates, or None when the store has no index.
 
     An embedded store's index is read as the last ingest left it; a server's cache is first
-    brought in step when the server's store changed since (another client ingested)."""
+    brought in step when the server's store version is not the one it holds (another client
+    ingested)."""
     index = index_for(backend)
-    if backend.server is not None:
-        collection = backend.require()
+    if backend.server is None:
+        return index.search if index.exists() else None
+
+    def propose(query: str, n: int, where: dict[str, Any] | None, version: str) -> Proposal | None:
         state = index.state()
-        if state.get("version") != backend.version() or state.get("collection") != str(
-            collection.id
-        ):
+        collection = backend.require()
+        if state.get("version") != version or state.get("collection") != str(collection.id):
             try:
-                index.sync(collection, backend.version())
-            except OSError as exc:  # an unwritable cache: vectors alone
+                index.sync(collection, version)
+            except (OSError, sqlite3.Error) as exc:  # an unwritable cache: vectors alone
                 logger.warning("cannot keep the lexical cache %s: %s", index.path, exc)
                 return None
-    elif not index.exists():
-        return None
-    return index.search
+        return index.search(query, n, where, version)
+
+    return propose
 
 
 def before_ingest(backend: Any) -> None:
     """Mark the index out of step before an ingest writes (the ingest's `after_ingest` marks
     it in step again; a killed ingest leaves it marked, and the next ingest repairs it)."""
     if backend.open(create=False) is not None:
-        index_for(backend).mark_dirty()
+        try:
+            index_for(backend).mark_dirty()
+        except (OSError, sqlite3.Error) as exc:
+            logger.warning("cannot mark the lexical index before ingesting: %s", exc)
 
 
 def after_ingest(backend: Any, wrote: bool) -> None:
-    """Bring the index in step with the store after an ingest (the store's version bumped)."""
+    """Bring the index in step with the store after an ingest (the store's version bumped).
+    A failure is a warning: the index stays marked out of step, searches have Chroma check
+    what it proposes, and the next ingest tries again."""
     if backend.open(create=False) is None:
         return
     index = index_for(backend)
@@ -176,5 +189,9 @@ def after_ingest(backend: Any, wrote: bool) -> None:
     version = backend.version()
     if not wrote and state.get("clean") == "1" and state.get("version") == version:
         return
-    added, deleted = index.sync(backend.require(), version)
+    try:
+        added, deleted = index.sync(backend.require(), version)
+    except (OSError, sqlite3.Error) as exc:
+        logger.warning("the lexical index %s is out of step with the store: %s", index.path, exc)
+        return
     logger.debug("lexical index %s: %d chunks added, %d deleted", index.path, added, deleted)

@@ -224,7 +224,7 @@ class LexicalIndex:
         try:
             with self._read() as db:
                 return dict(db.execute("SELECT key, value FROM meta").fetchall())
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, OSError) as exc:
             logger.debug("lexical index %s unreadable: %s", self.path, exc)
             return {}
 
@@ -301,7 +301,7 @@ class LexicalIndex:
                 if terms:
                     terms = self._rare(db, terms, int(meta.get("chunks", "0")))
                     found = self._best(db, " OR ".join(t for t, _ in terms), sql, args, n)
-        except sqlite3.Error as exc:  # e.g. a killed writer's journal, on a read-only store
+        except (sqlite3.Error, OSError) as exc:  # a killed writer's journal, read-only; gone
             logger.debug("lexical index %s unreadable: %s", self.path, exc)
             return None
         if not terms:

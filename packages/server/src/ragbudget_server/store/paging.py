@@ -28,7 +28,13 @@ from ragbudget.counters import TokenCounter
 
 from ragbudget_server.store import cursor as cursors
 from ragbudget_server.store.errors import StoreError
-from ragbudget_server.store.hybrid import POOL, Propose, cosine_distances, seed
+from ragbudget_server.store.hybrid import (
+    LEXICAL_POOL,
+    POOL,
+    Propose,
+    cosine_distances,
+    seed,
+)
 from ragbudget_server.store.models import SearchResponse
 from ragbudget_server.store.search import Fetch, Hit, Rendering, fetch_ranked, measure
 from ragbudget_server.store.selection import respond
@@ -196,10 +202,9 @@ def ranking_for(
         return [float(x) for x in backend.embed([query], query=True)[0]]
 
     if fresh and lexical is not None:
-        pool = max(POOL, start + limit)
-        proposal = lexical(query, pool, where, version)
+        proposal = lexical(query, LEXICAL_POOL, where, version)
         if proposal is not None:
-            found = seed(collection, found, embedding, proposal, pool)
+            found = seed(collection, found, embedding, proposal, POOL)
     first_total = found.total if found.version == version else None
 
     def count() -> int:  # what matches now (known while the store is the first page's)
