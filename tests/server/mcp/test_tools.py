@@ -195,15 +195,11 @@ async def test_stats_reports_store_and_limits(server: Any) -> None:
 
 
 async def test_search_merges_by_default_and_takes_plain_and_a_cap(
-    shared_store: DocumentStore, store_dir: Path, exact_counter: TokenCounter
+    server: Any, exact_counter: TokenCounter
 ) -> None:
     """Evidence selection is the tool's default; `evidence=false` is the plain ranked prefix,
-    `max_per_source` caps the results per file, and a bad cap is a tool error naming it. (On
-    the vectors' ranking, whose first page of this query holds several chunks of one file for
-    the cap to leave out; the hybrid one spreads it over more files.)"""
+    `max_per_source` caps the results per file, and a bad cap is a tool error naming it."""
     query, budget = "decode a JSON document into objects", 2000  # room for the refs too
-    settings = ServerSettings(db=store_dir, counter=COUNTER_SPEC, hybrid=False)
-    server = create_server(settings, store=shared_store)
     async with Client(server) as client:
         calls = {
             name: await client.call_tool_mcp("search", {"query": query, "max_tokens": budget,

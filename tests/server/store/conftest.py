@@ -40,13 +40,13 @@ def _heartbeat(port: int) -> bool:
 @pytest.fixture(scope="session", autouse=True)
 def _lexical_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Server stores keep their lexical caches in the session's folder, not the user's."""
-    old = os.environ.get("XDG_CACHE_HOME")
-    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+    old = os.environ.get("RAGBUDGET_CACHE")
+    os.environ["RAGBUDGET_CACHE"] = str(tmp_path_factory.mktemp("ragbudget-cache"))
     yield
     if old is None:
-        os.environ.pop("XDG_CACHE_HOME", None)
+        os.environ.pop("RAGBUDGET_CACHE", None)
     else:
-        os.environ["XDG_CACHE_HOME"] = old
+        os.environ["RAGBUDGET_CACHE"] = old
 
 
 @pytest.fixture(scope="session")

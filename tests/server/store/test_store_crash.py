@@ -136,6 +136,8 @@ def test_sigkill_midway_then_rerun_equals_uninterrupted(
     # The same answers; the cursor's key names each store's own history (its version), not
     # its content, so it differs between the two.
     assert _keyless(interrupted.search(query).to_text()) == _keyless(clean.search(query).to_text())
+    hybrid = [store.search(query, hybrid=True).to_text() for store in (interrupted, clean)]
+    assert _keyless(hybrid[0]) == _keyless(hybrid[1])
 
 
 def _lexical(store: DocumentStore) -> set[str]:

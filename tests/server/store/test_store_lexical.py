@@ -79,14 +79,16 @@ def test_the_index_stays_in_step_with_ingest_change_and_prune(
     store.ingest([corpus])
     assert chunk_ids(store) != before
     assert index_ids(store) == chunk_ids(store)
-    assert store.candidates("zanzibar_quux", limit=1)[0][1] == decoder.as_posix()
+    assert store.candidates("zanzibar_quux", limit=1, hybrid=True)[0][1] == decoder.as_posix()
 
     decoder.unlink()
     store.ingest([corpus])  # without prune: its chunks stay, in both
     assert index_ids(store) == chunk_ids(store)
     store.ingest([corpus], prune=True)
     assert index_ids(store) == chunk_ids(store)
-    assert all(c[1] != decoder.as_posix() for c in store.candidates("zanzibar_quux", limit=5))
+    assert all(
+        c[1] != decoder.as_posix() for c in store.candidates("zanzibar_quux", limit=5, hybrid=True)
+    )
 
 
 def test_a_cjk_question_finds_its_file(make_store: MakeStore, tmp_path: Path, corpus: Path) -> None:
@@ -94,7 +96,7 @@ def test_a_cjk_question_finds_its_file(make_store: MakeStore, tmp_path: Path, co
     docs = write(tmp_path / "cjk", CJK)
     store.ingest([corpus, docs])
     for question, name in QUESTIONS.items():
-        hybrid = store.search(question, max_tokens=1000)
+        hybrid = store.search(question, max_tokens=1000, hybrid=True)
         assert hybrid.results[0].source == (docs / name).as_posix(), question
         dense = store.candidates(question, limit=50, hybrid=False)  # all of them
         scores = {c[1]: c[2] for c in dense}  # the vectors see nothing in common: a tie at 0
@@ -113,7 +115,7 @@ def test_a_rare_identifier_ranks_its_file_first_where_vectors_alone_did_not(
     stdlib_store: DocumentStore, stdlib: Path, query: str, expected: str
 ) -> None:
     dense = stdlib_store.candidates(query, limit=1, hybrid=False)
-    hybrid = stdlib_store.candidates(query, limit=1)
+    hybrid = stdlib_store.candidates(query, limit=1, hybrid=True)
     assert Path(dense[0][1]).relative_to(stdlib).as_posix() != expected
     assert Path(hybrid[0][1]).relative_to(stdlib).as_posix() == expected
 
@@ -124,9 +126,9 @@ def test_filters_hold_for_the_lexical_candidates(make_store: MakeStore, tmp_path
     b = write(tmp_path / "b", {"two.md": CJK["tokyo.txt"] + "\n(copy)\n"})
     store.ingest([a, b])
     question = next(iter(QUESTIONS))
-    only_b = store.search(question, directory=str(b), max_tokens=1000)
+    only_b = store.search(question, directory=str(b), max_tokens=1000, hybrid=True)
     assert [r.source for r in only_b.results] == [(b / "two.md").as_posix()]
-    only_txt = store.search(question, file_type="txt", max_tokens=1000)
+    only_txt = store.search(question, file_type="txt", max_tokens=1000, hybrid=True)
     assert [r.source for r in only_txt.results] == [(a / "one.txt").as_posix()]
 
 
@@ -139,12 +141,15 @@ def test_a_store_without_an_index_ranks_by_vectors_until_the_next_ingest(
     question, name = next(iter(QUESTIONS.items()))
     index_for(store._backend).path.unlink()  # as a store built before the index existed
     assert store.stats().lexical.startswith("off until the next ingest")
-    before = store.search(question, max_tokens=1000)
+    before = store.search(question, max_tokens=1000, hybrid=True)
     assert before.results[0].source != (docs / name).as_posix()
     report = store.ingest([corpus, docs])
     assert report.chunks_added == 0 and index_ids(store) == chunk_ids(store)
     assert store.stats().lexical == "on"
-    assert store.search(question, max_tokens=1000).results[0].source == (docs / name).as_posix()
+    assert (
+        store.search(question, max_tokens=1000, hybrid=True).results[0].source
+        == (docs / name).as_posix()
+    )
 
 
 @pytest.mark.server
@@ -159,17 +164,17 @@ def test_a_server_store_brings_its_cache_in_step_when_another_client_ingested(
     cache = index_for(other._backend).path
     cache.unlink()  # the other client: a machine of its own, with no cache yet
     question, file = next(iter(QUESTIONS.items()))
-    other.search(question, max_tokens=500)
+    other.search(question, max_tokens=500, hybrid=True)
     assert cache.exists() and index_ids(other) == chunk_ids(other)
     write(docs, {file: CJK[file]})
     one.ingest([corpus, docs])
-    found = other.search(question, max_tokens=1000)
+    found = other.search(question, max_tokens=1000, hybrid=True)
     assert found.results[0].source == (docs / file).as_posix()
     assert index_ids(other) == chunk_ids(other)
 
 
 @pytest.mark.parametrize(
-    ("flag", "hybrid"), [([], True), (["--hybrid"], True), (["--dense"], False)]
+    ("flag", "hybrid"), [([], False), (["--hybrid"], True), (["--dense"], False)]
 )
 def test_the_command_line_flag_picks_the_ranking(
     tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch, flag: list[str], hybrid: bool

@@ -68,7 +68,7 @@ async def test_a_running_server_answers_from_what_another_process_wrote(
     _ingest(where, docs)
     transport = StdioTransport(
         command=str(RAGBUDGET),
-        args=["serve", *serve],
+        args=["serve", *serve, "--hybrid"],
         env=_env(),
         keep_alive=False,
         log_file=tmp_path / "serve.log",

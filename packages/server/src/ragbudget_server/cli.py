@@ -265,7 +265,7 @@ def search(
                 "vectors' (--dense: vectors alone)."
             ),
         ),
-    ] = True,
+    ] = False,
     as_json: Json = False,
     explain: Annotated[
         bool,

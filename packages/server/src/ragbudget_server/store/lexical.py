@@ -16,7 +16,8 @@ Where it lives:
 - an embedded store: `ragbudget-lexical-<collection>.sqlite3` in the store's folder, written only
   by ingests (under the store's writer lock), read read-only by searches (`mode=ro`, rollback
   journal: a reader creates no file), so a search leaves the store as it was;
-- a Chroma server: a cache file under `$XDG_CACHE_HOME/ragbudget/lexical/` named after the
+- a Chroma server: a cache file under `$RAGBUDGET_CACHE/lexical/` (by default
+  `$XDG_CACHE_HOME/ragbudget`, else `~/.cache/ragbudget`) named after the
   server, the collection and its id, brought in step by a search that finds it behind the
   server's store version (another client ingested).
 
@@ -102,6 +103,9 @@ def match_query(query: str) -> list[tuple[str, str | None]]:
 
 
 def _cache_home() -> Path:
+    """`RAGBUDGET_CACHE`, else `$XDG_CACHE_HOME/ragbudget`, else `~/.cache/ragbudget`."""
+    if own := os.environ.get("RAGBUDGET_CACHE"):
+        return Path(own)
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ragbudget"
 
 

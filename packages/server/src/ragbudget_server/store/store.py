@@ -264,7 +264,7 @@ class DocumentStore:
         evidence: bool = True,
         max_per_source: int | None = None,
         cursor: str | None = None,
-        hybrid: bool = True,
+        hybrid: bool = False,
     ) -> SearchResponse:
         """The best-ranked chunks for `query` whose rendered response fits `max_tokens`.
 
@@ -287,10 +287,11 @@ class DocumentStore:
         an hour (`ragbudget_server.store.cursor`). `offset` pages are exact while the store does
         not change: each search ranks every matching chunk the same way.
 
-        `hybrid` (the default) fuses the vector ranking with the lexical index's BM25 ranking
+        `hybrid` fuses the vector ranking with the lexical index's BM25 ranking
         (`ragbudget_server.store.hybrid`), so exact identifiers, rare words and CJK text find
-        their files; False ranks by vectors alone. A store whose index the next ingest has yet
-        to build ranks by vectors alone (`stats().lexical` says so).
+        their files; False (the default, until its cost meets its goal) ranks by vectors alone.
+        A store whose index the next ingest has yet to build ranks by vectors alone
+        (`stats().lexical` says so).
         """
         if not isinstance(query, str) or not query.strip():
             msg = f"query must be a non-empty string, got {shown(query)}"
@@ -331,7 +332,12 @@ class DocumentStore:
         return len(collection.get(where=where, include=[])["ids"])
 
     def _ranked(
-        self, collection: Any, query: str, n: int, where: dict[str, Any] | None, hybrid: bool = True
+        self,
+        collection: Any,
+        query: str,
+        n: int,
+        where: dict[str, Any] | None,
+        hybrid: bool = False,
     ) -> list[tuple[str, float]]:
         """The first `n` `(id, distance)` pairs of the ranking `search` pages read (its
         snapshot, extended and kept as a page would)."""
@@ -354,7 +360,7 @@ class DocumentStore:
         offset: int = 0,
         file_type: str | None = None,
         directory: str | None = None,
-        hybrid: bool = True,
+        hybrid: bool = False,
     ) -> list[tuple[str, str, float, int | None]]:
         """The ranked candidates a `search` with the same arguments budgets: `(id, source,
         score, stored token count)` for ranks `offset` to `offset + limit` of the same ranking
