@@ -37,6 +37,18 @@ def _heartbeat(port: int) -> bool:
         return False
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _lexical_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Server stores keep their lexical caches in the session's folder, not the user's."""
+    old = os.environ.get("RAGBUDGET_CACHE")
+    os.environ["RAGBUDGET_CACHE"] = str(tmp_path_factory.mktemp("ragbudget-cache"))
+    yield
+    if old is None:
+        os.environ.pop("RAGBUDGET_CACHE", None)
+    else:
+        os.environ["RAGBUDGET_CACHE"] = old
+
+
 @pytest.fixture(scope="session")
 def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real `chroma run` on 127.0.0.1 and a free port, stopped at the end of the session."""

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from ragbudget_server.store import DocumentStore
+from ragbudget_server.store.hybrid import index_for
 
 Snapshot = Callable[[DocumentStore], dict[str, tuple[Any, ...]]]
 
@@ -122,7 +123,11 @@ def test_sigkill_midway_then_rerun_equals_uninterrupted(
     if scenario == "changed":
         assert state != before  # ... after some of the changes were written
 
+    if scenario == "changed":  # the index, marked before the ingest wrote, says so
+        assert "out of step" in interrupted.stats().lexical
     rerun = interrupted.ingest([corpus])
+    assert interrupted.stats().lexical == "on"
+    assert _lexical(interrupted) == _lexical(clean) == set(want)  # in step again
     assert rerun.files_unchanged + rerun.files_ingested == report.files_ingested
     assert rerun.files_unchanged > 0  # what was finished before the kill is not redone
     assert snapshot(interrupted) == want
@@ -131,6 +136,13 @@ def test_sigkill_midway_then_rerun_equals_uninterrupted(
     # The same answers; the cursor's key names each store's own history (its version), not
     # its content, so it differs between the two.
     assert _keyless(interrupted.search(query).to_text()) == _keyless(clean.search(query).to_text())
+    hybrid = [store.search(query, hybrid=True).to_text() for store in (interrupted, clean)]
+    assert _keyless(hybrid[0]) == _keyless(hybrid[1])
+
+
+def _lexical(store: DocumentStore) -> set[str]:
+    """The chunk ids the store's lexical index holds."""
+    return index_for(store._backend).ids()
 
 
 def _keyless(text: str) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from ragbudget_server.store import DocumentStore, SearchResponse
+from ragbudget_server.store.hybrid import index_for
 from ragbudget_server.store.lock import LOCK_NAME, writer_lock
 
 fastmcp = pytest.importorskip("fastmcp")
@@ -67,7 +68,7 @@ async def test_a_running_server_answers_from_what_another_process_wrote(
     _ingest(where, docs)
     transport = StdioTransport(
         command=str(RAGBUDGET),
-        args=["serve", *serve],
+        args=["serve", *serve, "--hybrid"],
         env=_env(),
         keep_alive=False,
         log_file=tmp_path / "serve.log",
@@ -78,9 +79,14 @@ async def test_a_running_server_answers_from_what_another_process_wrote(
         assert all("zebra" not in r.text for r in before.results)
 
         zoo.write_text(ZOO)  # another process (this one) adds a file
+        tokyo = docs / "tokyo.txt"  # ... and one only the lexical index finds
+        tokyo.write_text("東京都庁の開庁時間は午前八時半から午後五時十五分までです。\n")
         _ingest(where, docs)
         added = await _search(client, "zebra quokka pangolin")
         assert added.results[0].source == zoo.as_posix() and "zebra" in added.results[0].text
+        cjk = await _search(client, "東京都庁は何時に開きますか")
+        assert cjk.results[0].source == tokyo.as_posix()
+        tokyo.unlink()
 
         zoo.write_text(SEA)  # ... changes it
         _ingest(where, docs)
@@ -122,6 +128,7 @@ def test_two_concurrent_ingests_end_as_one_clean_ingest(
     assert [proc.returncode for proc in procs] == [0, 0], outputs
     with DocumentStore(path=db) as store:
         got = snapshot(store)
+        assert index_for(store._backend).ids() == got.keys()  # the lexical index too
     assert got.keys() == expected.keys()
     assert got == expected
 

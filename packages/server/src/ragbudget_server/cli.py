@@ -256,6 +256,16 @@ def search(
         int | None,
         typer.Option(show_default="no cap", help="Most results per file (with --evidence).", min=1),
     ] = None,
+    hybrid: Annotated[
+        bool,
+        typer.Option(
+            "--hybrid/--dense",
+            help=(
+                "Fuse the lexical index's ranking (exact words, identifiers, CJK text) with the "
+                "vectors' (--dense: vectors alone)."
+            ),
+        ),
+    ] = False,
     as_json: Json = False,
     explain: Annotated[
         bool,
@@ -275,13 +285,14 @@ def search(
             query, limit=limit, max_tokens=max_tokens, offset=offset, concise=concise,
             file_type=file_type, directory=str(directory) if directory else None,
             format="json" if as_json else "text", offset_hint=OFFSET_HINT, evidence=evidence,
-            max_per_source=max_per_source, cursor=cursor,
+            max_per_source=max_per_source, cursor=cursor, hybrid=hybrid,
         )  # fmt: skip
         if explain:
             where = str(directory) if directory else None
             ranked = documents.candidates(
-                query, limit=limit, offset=offset, file_type=file_type, directory=where
-            )
+                query, limit=limit, offset=offset, file_type=file_type, directory=where,
+                hybrid=hybrid,
+            )  # fmt: skip
             from ragbudget_server.explain import explain_search
 
             out.print(explain_search(response, ranked))

@@ -177,6 +177,15 @@ def serve(
             f"{', '.join(profile_names())}.",
         ),
     ] = None,
+    hybrid: Annotated[
+        bool,
+        typer.Option(
+            "--hybrid/--dense",
+            envvar="RAGBUDGET_HYBRID",
+            help="Fuse the lexical index's ranking with the vectors' in every search "
+            "(--dense: vectors alone).",
+        ),
+    ] = False,
     log_level: Annotated[
         str, typer.Option(help="Log level for stderr (DEBUG, INFO, WARNING, ERROR).")
     ] = "WARNING",
@@ -210,6 +219,7 @@ def serve(
             allow_hard_links=allow_hard_links,
             max_tokens_ceiling=max_tokens_ceiling,
             client=client,
+            hybrid=hybrid,
         )
     except ValidationError as exc:
         problems = "; ".join(

@@ -266,6 +266,7 @@ async def search(
             evidence=evidence,
             max_per_source=max_per_source,
             cursor=cursor,
+            hybrid=state.settings.hybrid,
         )
 
     ask = await _ask(ctx, state, max_tokens, format, results=limit)

@@ -267,6 +267,10 @@ class StoreStats(BaseModel):
     files_skipped_count: int = Field(
         default=0, description="How many files the ingests left out in all."
     )
+    lexical: str = Field(
+        default="on",
+        description="The lexical index hybrid search fuses with the vectors: 'on', or why not.",
+    )
 
 
 class FileProblem(BaseModel):

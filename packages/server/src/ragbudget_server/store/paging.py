@@ -24,11 +24,17 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-import numpy as np
 from ragbudget.counters import TokenCounter
 
 from ragbudget_server.store import cursor as cursors
 from ragbudget_server.store.errors import StoreError
+from ragbudget_server.store.hybrid import (
+    LEXICAL_POOL,
+    POOL,
+    Propose,
+    cosine_distances,
+    seed,
+)
 from ragbudget_server.store.models import SearchResponse
 from ragbudget_server.store.search import (
     Fetch,
@@ -126,14 +132,10 @@ def _rank_rest(
     collections are cosine), ties by id; then the recorded members gone since (to account)."""
     matching = collection.get(where=ranking.where, include=[])["ids"]
     rest = [i for i in matching if i not in ranked and (members is None or i in members)]
-    vector = np.asarray(query, dtype=np.float64)
     scored: list[tuple[float, str]] = []
     for at in range(0, len(rest), _BATCH):
         got = collection.get(ids=rest[at : at + _BATCH], include=["embeddings"])
-        vectors = np.asarray(got["embeddings"], dtype=np.float64).reshape(len(got["ids"]), -1)
-        norms = np.linalg.norm(vectors, axis=1) * (np.linalg.norm(vector) or 1.0)
-        cosine = (vectors @ vector) / np.where(norms == 0, 1.0, norms)
-        scored += zip((1.0 - cosine).tolist(), got["ids"], strict=True)
+        scored += zip(cosine_distances(got["embeddings"], query), got["ids"], strict=True)
     scored.sort()
     ids = ranking.ids + [i for _, i in scored]
     distances = ranking.distances + [d for d, _ in scored]
@@ -176,9 +178,13 @@ def ranking_for(
     cursor: str | None,
     limit: int,
     records: dict[str, tuple[str, dict[str, Any]]] | None = None,
+    lexical: Propose | None = None,
 ) -> tuple[str, cursors.Ranking, int, bool, str]:
     """The snapshot a page reads, extended to hold ranks `start` to `start + limit`: its key,
     the ranking, `start`, whether it grew past what is kept, and the store's version now.
+
+    With `lexical` (hybrid search), a new ranking starts with the fusion of the dense and the
+    lexical rankings (`hybrid.seed`); its snapshot has a key of its own.
 
     A new snapshot is kept at once, unless another process kept one under its key first: then
     the page reads theirs (two first pages of one search read one ranking)."""
@@ -194,10 +200,11 @@ def ranking_for(
         key, start = at.key, at.rank
         found = cursors.load(shelf, at, query=query, where=where)
     else:
-        key, start = cursors.new_key(query, where, version), offset
+        kind = version if lexical is None else f"{version}+lexical"
+        key, start = cursors.new_key(query, where, kind), offset
         found = cursors.find(shelf, key)
         if found is not None and (found.query != query or found.where != where):
-            found, key = None, cursors.new_key(query, where, f"{version}-{time.time()}")
+            found, key = None, cursors.new_key(query, where, f"{kind}-{time.time()}")
         if found is not None and offset and offset >= found.end:
             msg = f"offset {offset} is past the end: {found.end} results match"
             raise StoreError(msg)
@@ -212,6 +219,10 @@ def ranking_for(
     def embedding() -> list[float]:
         return [float(x) for x in backend.embed([query], query=True)[0]]
 
+    if fresh and lexical is not None:
+        proposal = lexical(query, LEXICAL_POOL, where, version)
+        if proposal is not None:
+            found = seed(collection, found, embedding, proposal, POOL)
     first_total = found.total if found.version == version else None
 
     def count() -> int:  # what matches now (known while the store is the first page's)
@@ -245,8 +256,10 @@ def search_page(
     concise: bool,
     evidence: bool,
     max_per_source: int | None,
+    lexical: Propose | None = None,
 ) -> SearchResponse:
-    """One budgeted page of the ranking `cursor` names (else a new ranking, from `offset`)."""
+    """One budgeted page of the ranking `cursor` names (else a new ranking, from `offset`;
+    hybrid with `lexical`)."""
     collection = backend.require()
     # A page that reads every record of its window (the evidence selection, snippets, or a
     # window the first fetch covers anyway) has a new ranking's query return them.
@@ -254,7 +267,7 @@ def search_page(
     prefetched: dict[str, tuple[str, dict[str, Any]]] | None = {} if read_all else None
     key, ranking, start, grew, version = ranking_for(
         backend, query=query, where=where, total=total, offset=offset, cursor=cursor,
-        limit=limit, records=prefetched,
+        limit=limit, records=prefetched, lexical=lexical,
     )  # fmt: skip
     if prefetched:
         records = _reading_first(prefetched, records)

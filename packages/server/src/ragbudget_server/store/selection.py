@@ -98,9 +98,9 @@ def evidence_response(
     if not hits:
         return plain()
     by_id = {h.id: h for h in hits}
-    chunks = [
-        Chunk(id=h.id, text=h.document, score=1.0 - h.distance, metadata=h.metadata) for h in hits
-    ]
+    # Unscored: `select` keeps them in rank order (a hybrid ranking is not by distance); a
+    # result's score is still its hit's (`_result`).
+    chunks = [Chunk(id=h.id, text=h.document, metadata=h.metadata) for h in hits]
     page = _Page(
         [], offset=offset, total_count=total_count, max_tokens=max_tokens, counter=counter,
         rendering=rendering,

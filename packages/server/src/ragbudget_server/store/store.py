@@ -12,6 +12,7 @@ from ragbudget._shown import shown
 from ragbudget.counters import CounterSpec, TokenCounter, get_counter
 
 from ragbudget_server._defaults import DEFAULT_MAX_DOCUMENT_BYTES, DEFAULT_MAX_FILE_BYTES
+from ragbudget_server.store import hybrid as _hybrid
 from ragbudget_server.store import ingest as _ingest
 from ragbudget_server.store import live
 from ragbudget_server.store.backend import DEFAULT_PATH, ChromaBackend
@@ -230,6 +231,7 @@ class DocumentStore:
         wrote = True  # until the report says otherwise: a failed ingest may have written
         if self._backend.open(create=False) is not None:
             freeze_cursors(self._backend)  # walks past their ranked ids keep to today's chunks
+        _hybrid.before_ingest(self._backend)
         try:
             report = _ingest.ingest_files(
                 self._backend, roots, chunk_tokens=chunk_tokens, overlap=overlap, prune=prune,
@@ -242,6 +244,7 @@ class DocumentStore:
             self._sources = None  # the documents stored may have changed
             if wrote and self._backend.open(create=False) is not None:
                 self._backend.bump_version()  # search cursors see the store changed
+            _hybrid.after_ingest(self._backend, wrote)  # the lexical index, in step again
 
     # -- search and read ------------------------------------------------------------------------
 
@@ -263,6 +266,7 @@ class DocumentStore:
         evidence: bool = True,
         max_per_source: int | None = None,
         cursor: str | None = None,
+        hybrid: bool = False,
     ) -> SearchResponse:
         """The best-ranked chunks for `query` whose rendered response fits `max_tokens`.
 
@@ -284,6 +288,12 @@ class DocumentStore:
         skips, even when the store changes meanwhile (the page then says so). A cursor lasts
         an hour (`ragbudget_server.store.cursor`). `offset` pages are exact while the store does
         not change: each search ranks every matching chunk the same way.
+
+        `hybrid` fuses the vector ranking with the lexical index's BM25 ranking
+        (`ragbudget_server.store.hybrid`), so exact identifiers, rare words and CJK text find
+        their files; False (the default, until its cost meets its goal) ranks by vectors alone.
+        A store whose index the next ingest has yet to build ranks by vectors alone
+        (`stats().lexical` says so).
         """
         if not isinstance(query, str) or not query.strip():
             msg = f"query must be a non-empty string, got {shown(query)}"
@@ -313,16 +323,23 @@ class DocumentStore:
             backend, query=query, where=where, offset=offset, cursor=cursor, limit=limit,
             total=total, max_tokens=max_tokens, counter=tc, rendering=rendering, records=records,
             concise=bool(concise), evidence=bool(evidence), max_per_source=max_per_source,
+            lexical=_hybrid.proposer(backend) if hybrid else None,
         )  # fmt: skip
 
     def _ranked(
-        self, collection: Any, query: str, n: int, where: dict[str, Any] | None
+        self,
+        collection: Any,
+        query: str,
+        n: int,
+        where: dict[str, Any] | None,
+        hybrid: bool = False,
     ) -> list[tuple[str, float]]:
         """The first `n` `(id, distance)` pairs of the ranking `search` pages read (its
         snapshot, extended and kept as a page would)."""
         key, ranking, _, grew, _ = ranking_for(
             self._backend, query=query, where=where, offset=0, cursor=None, limit=n,
             total=functools.partial(self._backend.matching, where),
+            lexical=_hybrid.proposer(self._backend) if hybrid else None,
         )  # fmt: skip
         if grew:
             save_ranking(self._backend, key, ranking)
@@ -338,6 +355,7 @@ class DocumentStore:
         offset: int = 0,
         file_type: str | None = None,
         directory: str | None = None,
+        hybrid: bool = False,
     ) -> list[tuple[str, str, float, int | None]]:
         """The ranked candidates a `search` with the same arguments budgets: `(id, source,
         score, stored token count)` for ranks `offset` to `offset + limit` of the same ranking
@@ -347,7 +365,7 @@ class DocumentStore:
         _check_int("offset", offset, 0, MAX_OFFSET)
         collection = self._backend.require()
         where = self._where(file_type, directory)
-        ranked = self._ranked(collection, query, offset + limit, where)[offset:]
+        ranked = self._ranked(collection, query, offset + limit, where, bool(hybrid))[offset:]
         records = self._records(collection, [i for i, _ in ranked])
         metas = [(i, d, records[i][1]) for i, d in ranked if i in records]
         return [(i, str(m["source"]), round(1.0 - d, 4),
@@ -448,4 +466,5 @@ class DocumentStore:
             server=b.server,
             files_skipped=[FileProblem(path=p, reason=why) for p, why in listed],
             files_skipped_count=skipped_count,
+            lexical=_hybrid.lexical_state(b),
         )
