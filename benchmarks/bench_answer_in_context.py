@@ -86,9 +86,10 @@ def shown(
 top_k_prefix, equal_cuts = shown(bench_evidence.top_k_prefix), shown(bench_evidence.equal_cuts)
 
 
-def ranked_chunks(store: DocumentStore, query: str) -> list[Chunk]:
-    """The store's `CANDIDATES` best chunks for `query`, in its own rank order."""
-    ranked = store.candidates(query, limit=CANDIDATES)
+def ranked_chunks(store: DocumentStore, query: str, hybrid: bool = False) -> list[Chunk]:
+    """The store's `CANDIDATES` best chunks for `query`, in its own rank order (`hybrid`: the
+    fused dense and lexical ranking)."""
+    ranked = store.candidates(query, limit=CANDIDATES, hybrid=hybrid)
     got = store.collection.get(ids=[i for i, *_ in ranked], include=["documents", "metadatas"])
     texts = dict(zip(got["ids"], got["documents"] or [], strict=True))
     return [Chunk(id=i, text=texts[i] or "", score=score, metadata={"source": source})
@@ -149,6 +150,8 @@ def main() -> None:
         strategies: dict[str, Strategy] = {
             "evidence (default)": search(),
             "plain": search(evidence=False),
+            "evidence, hybrid": search(hybrid=True),
+            "plain, hybrid": search(evidence=False, hybrid=True),
             "top-k prefix": lambda qi, b: top_k_prefix(ranked[qi], b, tc),
             "equal cuts": lambda qi, b: equal_cuts(ranked[qi], b, tc),
         }
@@ -167,6 +170,14 @@ def main() -> None:
                 )
             print(f"{name:<20}" + "".join(f"{c:>22}" for c in cells))
 
+        fused = [ranked_chunks(store, item.q, hybrid=True) for item in questions]
+        for label, ranking in (("hybrid", fused), ("dense", ranked)):
+            places = [file_rank(item, [c.metadata["source"] for c in r], STDLIB)
+                      for item, r in zip(questions, ranking, strict=True)]  # fmt: skip
+            print(
+                f"{label}: answer's file ranked first {sum(r == 1 for r in places)}/{n}; "
+                f"mean reciprocal rank {statistics.mean(map(reciprocal_rank, places)):.2f}"
+            )
         ranks = [file_rank(item, [c.metadata["source"] for c in r], STDLIB)
                  for item, r in zip(questions, ranked, strict=True)]  # fmt: skip
         first = sum(r == 1 for r in ranks)

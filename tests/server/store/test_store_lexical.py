@@ -174,7 +174,7 @@ def test_a_server_store_brings_its_cache_in_step_when_another_client_ingested(
 
 
 @pytest.mark.parametrize(
-    ("flag", "hybrid"), [([], False), (["--hybrid"], True), (["--dense"], False)]
+    ("flag", "hybrid"), [([], True), (["--hybrid"], True), (["--dense"], False)]
 )
 def test_the_command_line_flag_picks_the_ranking(
     tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch, flag: list[str], hybrid: bool

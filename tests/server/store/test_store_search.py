@@ -310,7 +310,8 @@ def test_search_fetches_only_what_the_budget_reaches(
     stdlib_store: DocumentStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Texts and metadata are fetched for the ranked prefix the budget can reach, and the
-    response is the one a search that fetched all 50 records would give."""
+    response is the one a search that fetched all 50 records would give (by vectors alone,
+    to compare with Chroma's own ranking)."""
     from ragbudget_server.store import search as search_module
 
     query = "decode a JSON document"
@@ -327,7 +328,7 @@ def test_search_fetches_only_what_the_budget_reaches(
         return records(collection, ids)
 
     monkeypatch.setattr(DocumentStore, "_records", staticmethod(spy))
-    lean = stdlib_store.search(query, limit=50, max_tokens=1500, evidence=False)
+    lean = stdlib_store.search(query, limit=50, max_tokens=1500, evidence=False, hybrid=False)
     k = len(lean.results)
     assert lean.truncated and 1 <= k < 50
     assert fetched == ranking[: len(fetched)] and k < len(fetched) < 50
@@ -336,7 +337,7 @@ def test_search_fetches_only_what_the_budget_reaches(
 
     fetched.clear()  # a first batch as large as the page: every record fetched
     monkeypatch.setattr(search_module, "_TOKENS_PER_RESULT_GUESS", 1)
-    full = stdlib_store.search(query, limit=50, max_tokens=1500, evidence=False)
+    full = stdlib_store.search(query, limit=50, max_tokens=1500, evidence=False, hybrid=False)
     assert fetched == ranking
     assert full.to_text() == lean.to_text()
 

@@ -265,7 +265,7 @@ def search(
                 "vectors' (--dense: vectors alone)."
             ),
         ),
-    ] = False,
+    ] = True,
     as_json: Json = False,
     explain: Annotated[
         bool,

@@ -185,7 +185,7 @@ def serve(
             help="Fuse the lexical index's ranking with the vectors' in every search "
             "(--dense: vectors alone).",
         ),
-    ] = False,
+    ] = True,
     log_level: Annotated[
         str, typer.Option(help="Log level for stderr (DEBUG, INFO, WARNING, ERROR).")
     ] = "WARNING",

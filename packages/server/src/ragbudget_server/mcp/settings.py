@@ -52,8 +52,8 @@ class ServerSettings(BaseModel):
         max_tokens_ceiling: the largest budget any tool call gets; larger asks are clamped.
         client: the client profile every call gets (`ragbudget.limits.PROFILES`); None picks
             each caller's by the name it sends (`clientInfo.name`), else `default`.
-        hybrid: fuse the lexical index's ranking with the vectors' in every search; False (the
-            default) ranks by vectors alone.
+        hybrid: fuse the lexical index's ranking with the vectors' in every search (the
+            default); False ranks by vectors alone.
 
     Instantiate:
         ```python
@@ -116,7 +116,7 @@ class ServerSettings(BaseModel):
         "None: each caller's own, by the clientInfo.name it sends.",
     )
     hybrid: bool = Field(
-        default=False,
+        default=True,
         description="Fuse the lexical index's BM25 ranking with the vectors' in every search "
         "(identifiers, rare words, Chinese, Japanese and Korean text); False: vectors alone.",
     )
