@@ -1,10 +1,11 @@
 """What an agent reads from `ragbudget serve` at its defaults: evidence share, size, safety.
 
-On a store built as a new user builds it (default estimate counter, offline embedding) over a
-slice of the standard library, through a real MCP client (fastmcp's in-memory transport):
+On a store built as a new user builds it (the default counter and embedding) over a slice of
+the standard library, through a real MCP client (fastmcp's in-memory transport):
 
 1. Payload share: the share of the model-visible tokens (cl100k) that is the results' own
-   text, by budget and format (`text`, the default, and `json`).
+   text (the lines each result shows, read from its file: the structured content carries no
+   texts), by budget and format (`text`, the default, and `json`).
 2. The largest answer at the server's defaults, whatever `max_tokens` is asked: `search` and
    `read_document` on string-heavy code (`pydoc_data/topics.py`), by exact cl100k and o200k
    (the goal: at most 14,500, Claude Code's 25,000 over ~1.7).
@@ -28,7 +29,8 @@ from fastmcp import Client
 from mcp_types import TextContent
 from ragbudget import get_counter, use_bundled_tiktoken_files
 from ragbudget_server.mcp import ServerSettings, create_server
-from ragbudget_server.store import DocumentStore, SearchResponse
+from ragbudget_server.mcp.answers import SearchAnswer
+from ragbudget_server.store import DocumentStore
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 CORPUS = ["json", "email", "logging", "textwrap.py", "pydoc_data/topics.py", "csv.py"]
@@ -49,6 +51,12 @@ BUDGETS = [600, 1000, 2000, 4000, 8192]
 
 def _visible(result: Any) -> str:
     return "\n".join(b.text for b in result.content if isinstance(b, TextContent))
+
+
+def _shown_lines(source: str, start: int, end: int) -> str:
+    """Lines `start` to `end` of the file `source`: what a result shows of it."""
+    lines = Path(source).read_text(encoding="utf-8").splitlines(keepends=True)
+    return "".join(lines[start - 1 : end])
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -73,8 +81,11 @@ async def _measure(db: Path) -> None:
                     args = {"query": query, "max_tokens": budget, "limit": 50, "format": fmt}
                     result = await client.call_tool_mcp("search", args)
                     text = _visible(result)
-                    response = SearchResponse.model_validate(result.structured_content)
-                    payload = sum(cl100k.count(r.text) for r in response.results)
+                    response = SearchAnswer.model_validate(result.structured_content)
+                    payload = sum(
+                        cl100k.count(_shown_lines(r.source, r.start_line, r.end_line))
+                        for r in response.results
+                    )
                     shares.setdefault((fmt, budget), []).append(payload / cl100k.count(text))
                     est = estimate.count(text)
                     for name, real in (("cl100k", cl100k), ("o200k", o200k)):
@@ -118,7 +129,7 @@ def main() -> None:
     logging.getLogger("fastmcp.server.context.to_client").setLevel(logging.CRITICAL + 1)
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "db"
-        store = DocumentStore(path=db)  # defaults: estimate counter, hashing embedding
+        store = DocumentStore(path=db)  # the defaults: exact counter, hashing embedding
         store.ingest([STDLIB / name for name in CORPUS])
         store.close()
         asyncio.run(_measure(db))
