@@ -120,7 +120,7 @@ async def _run(db: Path, checkpoints: list[int]) -> list[tuple[int, int, float]]
                 }
                 result = await client.call_tool_mcp("search", args)
                 done += 1
-                cursor = (result.structuredContent or {}).get("next_cursor")
+                cursor = (result.structured_content or {}).get("next_cursor")
                 if cursor and rng.random() < 0.25 and done < target:
                     await client.call_tool_mcp("search", {"query": query, "cursor": cursor})
                     done += 1
