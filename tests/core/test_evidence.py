@@ -243,6 +243,34 @@ def test_a_tight_budget_shows_the_best_matching_lines_of_more_results() -> None:
     assert plain.report.dropped_ids == ["c1", "c2", "c3"]
 
 
+def test_shared_snippets_fill_the_budget_when_a_notice_is_said_once() -> None:
+    # As the store renders: a notice when any result is cut, said once. Each result rendered
+    # alone pays for it, so together they cost less than their shares; the budget left over
+    # is shared out again, and an overshooting round gives back half, not all, of what it added.
+    filler = "\n".join(f"line {i} of nothing much" for i in range(40))
+    chunks = [
+        Chunk(id=f"c{i}", text=f"{filler}\nthe cookie jar {i}\n{filler}", score=1 - i / 10,
+              metadata={"source": f"f{i}"})
+        for i in range(6)
+    ]  # fmt: skip
+    whole = {c.id: c.text for c in chunks}
+
+    def render(kept: list[Chunk]) -> str:
+        body = "\n\n".join(c.text for c in kept)
+        cut = any(c.text != whole[c.id] for c in kept)
+        return body + (
+            "\n[some results were cut to fit the budget" + "." * 120 + "]" if cut else ""
+        )
+
+    budget = 1200
+    got = select(chunks, budget, counter=CHARS, query="the cookie jar", render=render,
+                 min_share=100, dedupe_threshold=None)  # fmt: skip
+    assert got.report.kept_ids == [c.id for c in chunks]
+    assert all(f"cookie jar {i}" in c.text for i, c in enumerate(got.chunks))
+    assert CHARS.count(got.text) == got.report.used_tokens <= budget
+    assert got.report.used_tokens >= 0.9 * budget
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
