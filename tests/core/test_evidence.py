@@ -22,7 +22,7 @@ from ragbudget.evidence import (
     select,
     similarity,
 )
-from ragbudget.snippets import best_window, fair_shares, query_words
+from ragbudget.snippets import best_window, fair_shares, query_words, rank_weights
 
 CHARS = get_counter("chars:1")
 WORDS = ["alpha", "beta", "gamma", "delta", "cookie", "header", "loop", "\n", "\n\n"]
@@ -291,5 +291,12 @@ def test_snippet_helpers() -> None:
     assert query_words("How do I parse the Cookies?") == ["cooki", "parse"]
     assert fair_shares([5, 50, 50, 50], 95) == [5, 30, 30, 30]
     assert sum(fair_shares([7, 9, 100], 20)) <= 20
+    # Weighted: the heavier result gets its weight's part; one cheaper than its part keeps
+    # its cost and the rest goes to the others.
+    assert fair_shares([100, 100, 100], 80, [2, 1, 1]) == [40, 20, 20]
+    assert fair_shares([10, 100, 100], 90, [3, 1, 1]) == [10, 40, 40]
+    assert rank_weights(3) == [3.0, 1.5, 1.0]
+    with pytest.raises(ValueError, match="weights must be one positive number per cost"):
+        fair_shares([1, 2], 10, [1, 0])
     assert best_window("a\nb\nc", [], 3) == 0
     assert best_window("x\ny\nz cookie\nw", ["cooki"], 100) == 0  # all of it fits
