@@ -258,9 +258,7 @@ def test_shared_snippets_fill_the_budget_when_a_notice_is_said_once() -> None:
     def render(kept: list[Chunk]) -> str:
         body = "\n\n".join(c.text for c in kept)
         cut = any(c.text != whole[c.id] for c in kept)
-        return body + (
-            "\n[some results were cut to fit the budget" + "." * 120 + "]" if cut else ""
-        )
+        return body + ("\n[some results were cut to fit the budget" + "." * 40 + "]" if cut else "")
 
     budget = 1200
     got = select(chunks, budget, counter=CHARS, query="the cookie jar", render=render,
@@ -299,4 +297,7 @@ def test_snippet_helpers() -> None:
     with pytest.raises(ValueError, match="weights must be one positive number per cost"):
         fair_shares([1, 2], 10, [1, 0])
     assert best_window("a\nb\nc", [], 3) == 0
+    # Context above the matching line only while the matching line still fits.
+    assert best_window("a\nb\nc\nd\ncookie jar\ne", ["cooki"], 12) == 8
+    assert best_window("a\nb\nc\nd\ncookie jar\ne", ["cooki"], 15) == 4
     assert best_window("x\ny\nz cookie\nw", ["cooki"], 100) == 0  # all of it fits

@@ -49,9 +49,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_SHARE_ROUNDS = 6
-"""Rounds of fair shares: the first sized on results alone, the others adding what is left
-(or half of what the round before added, when that did not fit)."""
+_SHARE_ROUNDS = 3
+"""Rounds of fair shares: the first sized on results alone, the others on what the results
+took plus what is left (or half of what the round before added, when that did not fit)."""
 _MIN_SPARE = 8
 """Tokens per result left over that are worth another round."""
 
@@ -385,7 +385,13 @@ def select(
             spare = max_tokens - more.tokens
             if more.size < len(shared) or spare < _MIN_SPARE * len(shared):
                 break
-            room += spare
+            # The next room: what the results took, each measured alone (less than their
+            # shares: cuts end at whole lines), plus what is left; measured together they
+            # cost less than alone, so this is about what fills the budget.
+            took = sum(tc.count(draw([c])) - base for c in shared) + 2 * len(shared)
+            if took + spare <= room:  # the results left their shares unused: no cut to grow
+                break
+            room = took + spare
     kept_ids = [c.id for c in kept]
     shown = set(kept_ids)
     originals = {c.id: c.text for c in ranked}

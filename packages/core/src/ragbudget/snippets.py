@@ -110,7 +110,11 @@ def best_window(text: str, words: list[str], chars: int) -> int:
     if best:  # the window from its first matching line, with a little context above it
         while scores[first] == 0:
             first += 1
-        first = max(0, first - _CONTEXT_LINES)
+        match, above = first, 0  # context only while the matching line still fits
+        while (
+            above < _CONTEXT_LINES and first > 0 and starts[match + 1] - starts[first - 1] <= chars
+        ):
+            first, above = first - 1, above + 1
     while first > 0 and len(text) - starts[first - 1] <= chars:
         first -= 1
     return starts[first]
