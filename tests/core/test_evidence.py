@@ -22,7 +22,7 @@ from ragbudget.evidence import (
     select,
     similarity,
 )
-from ragbudget.snippets import best_window, fair_shares, query_words
+from ragbudget.snippets import best_window, fair_shares, query_words, rank_weights
 
 CHARS = get_counter("chars:1")
 WORDS = ["alpha", "beta", "gamma", "delta", "cookie", "header", "loop", "\n", "\n\n"]
@@ -243,6 +243,32 @@ def test_a_tight_budget_shows_the_best_matching_lines_of_more_results() -> None:
     assert plain.report.dropped_ids == ["c1", "c2", "c3"]
 
 
+def test_shared_snippets_fill_the_budget_when_a_notice_is_said_once() -> None:
+    # As the store renders: a notice when any result is cut, said once. Each result rendered
+    # alone pays for it, so together they cost less than their shares; the budget left over
+    # is shared out again, and an overshooting round gives back half, not all, of what it added.
+    filler = "\n".join(f"line {i} of nothing much" for i in range(40))
+    chunks = [
+        Chunk(id=f"c{i}", text=f"{filler}\nthe cookie jar {i}\n{filler}", score=1 - i / 10,
+              metadata={"source": f"f{i}"})
+        for i in range(6)
+    ]  # fmt: skip
+    whole = {c.id: c.text for c in chunks}
+
+    def render(kept: list[Chunk]) -> str:
+        body = "\n\n".join(c.text for c in kept)
+        cut = any(c.text != whole[c.id] for c in kept)
+        return body + ("\n[some results were cut to fit the budget" + "." * 40 + "]" if cut else "")
+
+    budget = 1200
+    got = select(chunks, budget, counter=CHARS, query="the cookie jar", render=render,
+                 min_share=100, dedupe_threshold=None)  # fmt: skip
+    assert got.report.kept_ids == [c.id for c in chunks]
+    assert all(f"cookie jar {i}" in c.text for i, c in enumerate(got.chunks))
+    assert CHARS.count(got.text) == got.report.used_tokens <= budget
+    assert got.report.used_tokens >= 0.9 * budget
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
@@ -263,5 +289,15 @@ def test_snippet_helpers() -> None:
     assert query_words("How do I parse the Cookies?") == ["cooki", "parse"]
     assert fair_shares([5, 50, 50, 50], 95) == [5, 30, 30, 30]
     assert sum(fair_shares([7, 9, 100], 20)) <= 20
+    # Weighted: the heavier result gets its weight's part; one cheaper than its part keeps
+    # its cost and the rest goes to the others.
+    assert fair_shares([100, 100, 100], 80, [2, 1, 1]) == [40, 20, 20]
+    assert fair_shares([10, 100, 100], 90, [3, 1, 1]) == [10, 40, 40]
+    assert rank_weights(3) == [3.0, 1.5, 1.0]
+    with pytest.raises(ValueError, match="weights must be one positive number per cost"):
+        fair_shares([1, 2], 10, [1, 0])
     assert best_window("a\nb\nc", [], 3) == 0
+    # Context above the matching line only while the matching line still fits.
+    assert best_window("a\nb\nc\nd\ncookie jar\ne", ["cooki"], 12) == 8
+    assert best_window("a\nb\nc\nd\ncookie jar\ne", ["cooki"], 15) == 4
     assert best_window("x\ny\nz cookie\nw", ["cooki"], 100) == 0  # all of it fits

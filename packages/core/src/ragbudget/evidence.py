@@ -50,7 +50,8 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _SHARE_ROUNDS = 3
-"""Rounds of fair shares: the first sized on results alone, the others adding what is left."""
+"""Rounds of fair shares: the first sized on results alone, the others on what the results
+took plus what is left (or half of what the round before added, when that did not fit)."""
 _MIN_SPARE = 8
 """Tokens per result left over that are worth another round."""
 
@@ -356,7 +357,7 @@ def select(
     if min(target, len(ranked)) > len(kept):
         # Shares are sized on each result rendered alone; together they cost less (a notice
         # said once, shorter paths), so the budget left over is shared out again.
-        room = max_tokens - base
+        room, fits = max_tokens - base, None  # `fits`: the largest room whose answer fit
         for _ in range(_SHARE_ROUNDS):
             shared = shared_snippets(
                 ranked[:target],
@@ -375,12 +376,22 @@ def select(
             # The prefix's results are the floor: the shared answer must hold every one (and
             # a later round, every result of the round before).
             if more is None or not {c.id for c in kept} <= {c.id for c in shared[: more.size]}:
-                break
-            kept, fitted = shared[: more.size], more
+                # Too much added (cut to other lines, results cost more together): half of it.
+                if fits is None or room - fits < 2 * _MIN_SPARE * len(shared):
+                    break
+                room = (fits + room) // 2
+                continue
+            kept, fitted, fits = shared[: more.size], more, room
             spare = max_tokens - more.tokens
             if more.size < len(shared) or spare < _MIN_SPARE * len(shared):
                 break
-            room += spare
+            # The next room: what the results took, each measured alone (less than their
+            # shares: cuts end at whole lines), plus what is left; measured together they
+            # cost less than alone, so this is about what fills the budget.
+            took = sum(tc.count(draw([c])) - base for c in shared) + 2 * len(shared)
+            if took + spare <= room:  # the results left their shares unused: no cut to grow
+                break
+            room = took + spare
     kept_ids = [c.id for c in kept]
     shown = set(kept_ids)
     originals = {c.id: c.text for c in ranked}

@@ -20,7 +20,7 @@ from ragbudget.models import Chunk
 if TYPE_CHECKING:
     from ragbudget.evidence import Positions
 
-__all__ = ["best_window", "fair_shares", "query_words", "shared_snippets"]
+__all__ = ["best_window", "fair_shares", "query_words", "rank_weights", "shared_snippets"]
 
 _NEWLINE = re.compile("\n")
 
@@ -42,18 +42,42 @@ def query_words(query: str | None) -> list[str]:
     return sorted({w[:5] for w in words if len(w) > 2 and w not in _STOP})
 
 
-def fair_shares(costs: list[int], room: int) -> list[int]:
+def fair_shares(costs: list[int], room: int, weights: list[float] | None = None) -> list[int]:
     """Max-min fair shares of `room` tokens among results costing `costs`: each result gets
-    `min(its cost, an equal share of what the smaller ones left)`; shares sum to at most `room`.
+    `min(its cost, its weight's part of what the smaller ones left)` (equal weights when
+    `weights` is None); shares sum to at most `room`.
 
         >>> fair_shares([10, 100, 100], 90)
         [10, 40, 40]
+        >>> fair_shares([100, 100, 100], 90, [2, 1, 1])
+        [45, 22, 23]
     """
+    w = [1.0] * len(costs) if weights is None else [float(x) for x in weights]
+    if len(w) != len(costs) or any(not x > 0 for x in w):
+        msg = f"weights must be one positive number per cost, got {weights!r}"
+        raise ValueError(msg)
     shares = [0] * len(costs)
-    for pos, i in enumerate(sorted(range(len(costs)), key=costs.__getitem__)):
-        shares[i] = max(0, min(costs[i], room // (len(costs) - pos)))
+    left = sum(w)
+    for i in sorted(range(len(costs)), key=lambda i: (costs[i] / w[i], i)):
+        shares[i] = max(0, min(costs[i], int(room * w[i] / left)))
         room -= shares[i]
+        left -= w[i]
     return shares
+
+
+_TOP_WEIGHT = 3.0
+"""The share weight of the best-ranked result (the `r`-th gets `max(1, _TOP_WEIGHT / r)`): the
+top results most often hold the answer, and a share too thin for its passage loses it
+(`benchmarks/bench_answer_in_context.py` measures it)."""
+
+
+def rank_weights(n: int) -> list[float]:
+    """The share weights of `n` ranked results: 3, 1.5, then 1 each.
+
+    >>> rank_weights(4)
+    [3.0, 1.5, 1.0, 1.0]
+    """
+    return [max(1.0, _TOP_WEIGHT / r) for r in range(1, n + 1)]
 
 
 _CONTEXT_LINES = 2
@@ -86,7 +110,11 @@ def best_window(text: str, words: list[str], chars: int) -> int:
     if best:  # the window from its first matching line, with a little context above it
         while scores[first] == 0:
             first += 1
-        first = max(0, first - _CONTEXT_LINES)
+        match, above = first, 0  # context only while the matching line still fits
+        while (
+            above < _CONTEXT_LINES and first > 0 and starts[match + 1] - starts[first - 1] <= chars
+        ):
+            first, above = first - 1, above + 1
     while first > 0 and len(text) - starts[first - 1] <= chars:
         first -= 1
     return starts[first]
@@ -103,13 +131,14 @@ def shared_snippets(
     positions: Positions,
     cuts: dict[Any, Chunk | None] | None = None,
 ) -> list[Chunk]:
-    """`ranked` each within a fair share of `room` (two tokens a result kept for the joins),
+    """`ranked` each within a fair share of `room` (two tokens a result kept for the joins; the
+    best-ranked ones weigh more, `rank_weights`),
     as `draw` renders it alone over the `base` tokens of `draw([])`: one larger than its share
     is cut to its best-matching lines; those that cannot hold a line leave. `cuts` remembers
     each cut, for calls with the same `tc`, `draw`, `query` and `positions` (it is the same
     for the same chunk, cost, share and base)."""
     n = len(ranked)
-    shares = fair_shares(costs[:n], room - 2 * n)
+    shares = fair_shares(costs[:n], room - 2 * n, rank_weights(n))
     words = query_words(query)
     out: list[Chunk] = []
     for chunk, cost, share in zip(ranked, costs, shares, strict=False):
