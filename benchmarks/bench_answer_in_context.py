@@ -8,8 +8,10 @@ side in one run and by the store's counter, each strategy turns a question into 
 reads, and the table gives the share of questions whose passage is in it (whitespace aside,
 under its own file), and the median share of the budget the answer spends:
 
-- evidence: `DocumentStore.search(q, max_tokens=B)` at its defaults (evidence mode, limit 10).
+- evidence: `DocumentStore.search(q, max_tokens=B)` at its defaults (hybrid ranking, evidence
+  mode, limit 10).
 - plain: the same with `evidence=False` (the ranked prefix of whole chunks).
+- evidence, dense / plain, dense: the same two by vectors alone (`hybrid=False`).
 - top-k prefix: `fit(strategy="stop")` over the store's 50 best-ranked chunks, each under a
   one-line header (what a plain top-k retriever with a token cap does).
 - equal cuts: LlamaIndex's `PromptHelper` way: the 10 best chunks, each cut to `B / 10` tokens.
@@ -150,8 +152,8 @@ def main() -> None:
         strategies: dict[str, Strategy] = {
             "evidence (default)": search(),
             "plain": search(evidence=False),
-            "evidence, hybrid": search(hybrid=True),
-            "plain, hybrid": search(evidence=False, hybrid=True),
+            "evidence, dense": search(hybrid=False),
+            "plain, dense": search(evidence=False, hybrid=False),
             "top-k prefix": lambda qi, b: top_k_prefix(ranked[qi], b, tc),
             "equal cuts": lambda qi, b: equal_cuts(ranked[qi], b, tc),
         }
