@@ -9,6 +9,22 @@ from ragbudget import use_bundled_tiktoken_files
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 
+PACKAGES = ("json", "email", "asyncio", "logging", "http", "xml", "importlib", "unittest")
+"""The stdlib packages the store benchmarks build their stores from (QUICK: a smoke run's)."""
+QUICK = ("json", "email")
+QUERIES = [  # questions over PACKAGES, the store benchmarks' own
+    "decode a JSON document",
+    "parse email headers",
+    "run the event loop until complete",
+    "rotating file handler",
+    "HTTP status codes and reason phrases",
+    "parse an XML document into elements",
+    "import a module from a file path",
+    "assertRaises context manager",
+    "cancel a task with a timeout",
+    "format a log record",
+]
+
 
 def offline_tiktoken() -> None:
     """Point tiktoken at llama-index-core's bundled BPE files (no network here)."""

@@ -20,25 +20,11 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _corpus import STDLIB, offline_tiktoken
+from _corpus import PACKAGES, QUERIES, QUICK, STDLIB, offline_tiktoken
 from ragbudget_server.store import DocumentStore
 from ragbudget_server.store.hybrid import index_for
 from ragbudget_server.store.lexical import LexicalIndex
 
-PACKAGES = ("json", "email", "asyncio", "logging", "http", "xml", "importlib", "unittest")
-QUICK = ("json", "email")
-QUERIES = [
-    "decode a JSON document",
-    "parse email headers",
-    "run the event loop until complete",
-    "rotating file handler",
-    "HTTP status codes and reason phrases",
-    "parse an XML document into elements",
-    "import a module from a file path",
-    "assertRaises context manager",
-    "cancel a task with a timeout",
-    "format a log record",
-]
 RARE_WORDS = {  # a question with a name or rare word, and the file that answers it
     "where is NLCRE_crack used": "email/feedparser.py",
     "what does py_scanstring return": "json/decoder.py",

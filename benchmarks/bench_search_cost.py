@@ -37,24 +37,12 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _corpus import STDLIB, offline_tiktoken
+from _corpus import QUERIES, STDLIB, offline_tiktoken
 from ragbudget_server.store import DocumentStore
 from ragbudget_server.store.cursor import FolderShelf, shelf_for
 
 SMALL = ("json", "email", "asyncio", "logging", "http", "xml", "importlib", "unittest",
          "multiprocessing", "concurrent", "urllib")  # fmt: skip
-QUERIES = [
-    "decode a JSON document",
-    "parse email headers",
-    "run the event loop until complete",
-    "rotating file handler",
-    "HTTP status codes and reason phrases",
-    "parse an XML document into elements",
-    "import a module from a file path",
-    "assertRaises context manager",
-    "cancel a task with a timeout",
-    "format a log record",
-]
 LIMITS = (10, 50, 200)
 BUDGETS = (1000, 4000, 14500)
 GOAL = {10: 1.5, 50: 1.5, 200: 2.0}

@@ -21,24 +21,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _corpus import STDLIB, offline_tiktoken
+from _corpus import PACKAGES, QUERIES, QUICK, STDLIB, offline_tiktoken
 from ragbudget import get_counter
 from ragbudget_server.store import DocumentStore
-
-PACKAGES = ("json", "email", "asyncio", "logging", "http", "xml", "importlib", "unittest")
-QUICK = ("json", "email")
-QUERIES = [
-    "decode a JSON document",
-    "parse email headers",
-    "run the event loop until complete",
-    "rotating file handler",
-    "HTTP status codes and reason phrases",
-    "parse an XML document into elements",
-    "import a module from a file path",
-    "assertRaises context manager",
-    "cancel a task with a timeout",
-    "format a log record",
-]
 
 
 def _median_ms(samples: list[float]) -> float:
