@@ -12,7 +12,6 @@ __all__ = [
     "DEFAULT_MAX_FILE_BYTES",
     "DEFAULT_READ_TIMEOUT",
     "MAX_TIMEOUT",
-    "default_counter",
 ]
 
 DEFAULT_CONNECT_TIMEOUT = 10.0
@@ -31,13 +30,3 @@ DEFAULT_MAX_FILE_BYTES = 4 * 1024 * 1024
 DEFAULT_MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
 """Largest PDF or Office file `ingest` reads (their images weigh more than their text, which is
 held to `DEFAULT_MAX_FILE_BYTES` once converted)."""
-
-
-def default_counter() -> str:
-    """The counter spec a new store, the server's answers and the guard use when none is given:
-    `exact` (the larger of the exact cl100k_base and o200k_base counts, by bpe-openai, which
-    ragbudget-server installs on the platforms bpe-openai has wheels for), else the estimate
-    (counted with its margin). A store keeps the counter it was built with."""
-    from ragbudget.exact import default_spec  # light: bpe-openai is located, not run
-
-    return default_spec()

@@ -13,9 +13,8 @@ from ragbudget.counters import get_counter
 from ragbudget.middleware.token_budget import TokenBudgetMiddleware
 
 from ragbudget_server import __version__
-from ragbudget_server._defaults import default_counter
 from ragbudget_server.mcp.auth import BearerTokenVerifier
-from ragbudget_server.mcp.settings import ServerSettings, default_ceiling
+from ragbudget_server.mcp.settings import ServerSettings, answer_counter, default_ceiling
 from ragbudget_server.mcp.state import ServerState
 from ragbudget_server.mcp.tools import STATE_KEY, register_tools
 from ragbudget_server.store import DocumentStore
@@ -128,9 +127,7 @@ def _guard(settings: ServerSettings, store: DocumentStore | None) -> TokenBudget
     """
     if settings.counter is not None:
         counter = get_counter(settings.counter)
-    elif store is not None and store.counter.name != "estimate":
-        counter = store.counter
     else:
-        counter = get_counter(default_counter())
+        counter = answer_counter(store.counter if store is not None else None)
     limit = int((settings.max_tokens_ceiling or default_ceiling(counter)) * LAST_LINE_SLACK)
     return TokenBudgetMiddleware(limit, counter=counter, continuation=False)

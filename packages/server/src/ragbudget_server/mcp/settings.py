@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-from ragbudget.counters import TokenCounter
+from ragbudget.counters import TokenCounter, get_counter
+from ragbudget.exact import default_spec
 from ragbudget.limits import (
     CLAUDE_MAX_TOKENS_CEILING,
     DEFAULT_MAX_TOKENS_CEILING,
@@ -24,6 +25,7 @@ __all__ = [
     "ESTIMATE_MARGINS",
     "MIN_MAX_TOKENS_CEILING",
     "ServerSettings",
+    "answer_counter",
     "default_ceiling",
     "server_counter",
 ]
@@ -175,6 +177,16 @@ def default_ceiling(counter: TokenCounter) -> int:
     if counter.name == "claude":
         return CLAUDE_MAX_TOKENS_CEILING
     return DEFAULT_MAX_TOKENS_CEILING
+
+
+def answer_counter(own: TokenCounter | None) -> TokenCounter:
+    """What the server answers with when the settings name no counter: the store's own
+    (`own`), except a store built with the estimate (the default before `exact`) or none yet
+    open, which get the guarded surfaces' default (`ragbudget.exact.default_spec`: `exact`
+    with bpe-openai); the stored counts still size chunks, the answers are exact."""
+    if own is not None and own.name != "estimate":
+        return own
+    return get_counter(default_spec())
 
 
 def server_counter(counter: TokenCounter, format: str = "text") -> TokenCounter:

@@ -14,9 +14,13 @@ from ragbudget.counters import TokenCounter, get_counter
 from ragbudget.limits import ClientProfile, profile_for
 from ragbudget.middleware.token_budget import TokenBudgetMiddleware
 
-from ragbudget_server._defaults import default_counter
 from ragbudget_server.mcp.client import offline_counter
-from ragbudget_server.mcp.settings import ServerSettings, default_ceiling, server_counter
+from ragbudget_server.mcp.settings import (
+    ServerSettings,
+    answer_counter,
+    default_ceiling,
+    server_counter,
+)
 from ragbudget_server.store import DocumentStore
 
 __all__ = ["ServerState"]
@@ -70,12 +74,7 @@ class ServerState:
         """The counter the settings name, else the store's own (after `ready()`); a store
         built with the estimate (the default before `exact`) is answered with `exact` when
         bpe-openai is installed: its stored counts still size chunks, the answers are exact."""
-        if self._counter is not None:
-            return self._counter
-        own = self.store.counter
-        if own.name == "estimate" and default_counter() == "exact":
-            return get_counter("exact")
-        return own
+        return self._counter if self._counter is not None else answer_counter(self.store.counter)
 
     @property
     def counter(self) -> TokenCounter:

@@ -14,8 +14,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ragbudget.counters import CounterSpec, TokenCounter, get_counter
+from ragbudget.exact import default_spec
 
-from ragbudget_server._defaults import default_counter
 from ragbudget_server.store import live, remote
 from ragbudget_server.store.embedding import (
     embedding_label,
@@ -121,9 +121,7 @@ class ChromaBackend:
         self.name = collection
         self.ef: Any = make_embedding(embedding) if embedding is not None else None
         self._counter_spec = counter
-        self.counter: TokenCounter = get_counter(
-            counter if counter is not None else default_counter()
-        )
+        self.counter: TokenCounter = get_counter(counter if counter is not None else default_spec())
         self._client: Any = None
         self._collection: Any = None
         self._snapshot: Path | None = None  # a read-only store's private copy
