@@ -1,7 +1,9 @@
-"""The held-out answer set of `bench_answer_in_context.py` and its scorer (no store needed).
+"""The held-out answer sets of `bench_answer_in_context.py` and their scorer (no store needed).
 
-`data/answer_questions.json` holds questions in plain words, each with the file that answers it
-(relative to the stdlib folder) and a short verbatim passage of that file. A question counts as
+`data/answer_questions.json` (set `a`) and `data/answer_questions_b.json` (set `b`, written
+after the evidence weights were tuned on `a`, over other modules) hold questions in plain words,
+each with the file that answers it (relative to the stdlib folder) and a short verbatim passage
+of that file. A question counts as
 answered in context when one shown piece comes from that file and holds the passage, whitespace
 aside (a cut that drops part of the passage, or the passage shown under another file, does not
 count). `tests/server/store/test_answer_set.py` checks this scorer and the set itself.
@@ -15,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DATA = Path(__file__).parent / "data" / "answer_questions.json"
+SETS = {"a": DATA, "b": DATA.with_name("answer_questions_b.json")}
+"""The held-out sets by name (`--set`): `a` is the one the evidence weights were tuned on."""
 
 Pieces = list[tuple[str, str]]
 """What a strategy shows the model: (source path, text shown) per result."""
@@ -57,6 +61,14 @@ def load(path: Path = DATA) -> AnswerSet:
             raise ValueError(msg)
         questions.append(Question(entry["q"], entry["file"], entry["passage"]))
     return AnswerSet(corpus=list(raw["corpus"]), questions=questions)
+
+
+def set_path(name: str) -> Path:
+    """The file of the answer set called `name` (a ValueError naming `--set` when unknown)."""
+    if name not in SETS:
+        msg = f"--set must be one of {', '.join(SETS)}, got {name!r}"
+        raise ValueError(msg)
+    return SETS[name]
 
 
 def missing_passages(answers: AnswerSet, root: Path) -> list[str]:

@@ -1,7 +1,8 @@
-"""The answer-in-context benchmark's scorer and held-out set (`benchmarks/_answer_set.py`).
+"""The answer-in-context benchmark's scorer and held-out sets (`benchmarks/_answer_set.py`).
 
 The scorer must fail a shown text that misses the passage, cuts it, or shows it under another
-file; the set must still match the stdlib it is run on.
+file; each set must still match the stdlib it is run on, and the second set must share no file
+with the first (it checks the tuning done on the first).
 """
 
 from __future__ import annotations
@@ -70,14 +71,31 @@ def test_file_rank_counts_distinct_files(item: object, tmp_path: Path) -> None:
 
 
 @pytest.mark.evaluation
-def test_held_out_set_matches_the_stdlib() -> None:
-    answers = answer_set.load()
+@pytest.mark.parametrize("name", ["a", "b"])
+def test_held_out_set_matches_the_stdlib(name: str) -> None:
+    answers = answer_set.load(answer_set.set_path(name))
     assert len(answers.questions) >= 30
     assert len({q.file.split("/")[0] for q in answers.questions if q.file.endswith(".py")}) >= 20
     assert any(not q.q.isascii() for q in answers.questions)  # CJK questions over CJK text
     assert answer_set.missing_passages(answers, STDLIB) == []
     for q in answers.questions:  # plain words: the question does not quote its answer
         assert answer_set.squash(q.passage).lower() not in q.q.lower()
+
+
+@pytest.mark.evaluation
+def test_second_set_shares_no_file_or_question_with_the_first() -> None:
+    first, second = (answer_set.load(answer_set.set_path(n)) for n in ("a", "b"))
+    assert answer_set.load() == first  # the default is the set the weights were tuned on
+    modules = [{c.split("/")[0] for c in s.corpus if c.endswith(".py")} for s in (first, second)]
+    assert not modules[0] & modules[1]
+    assert not set(first.corpus) & set(second.corpus)
+    assert not {q.q for q in first.questions} & {q.q for q in second.questions}
+
+
+@pytest.mark.evaluation
+def test_set_path_names_the_argument() -> None:
+    with pytest.raises(ValueError, match=r"--set must be one of a, b, got 'c'"):
+        answer_set.set_path("c")
 
 
 @pytest.mark.evaluation
