@@ -1,9 +1,12 @@
 """Answer in context: is the passage that answers a question in the text the model reads?
 
-A store (embedded Chroma, by default the offline hashing embedding) is built over about twenty
-stdlib modules and the stdlib's Chinese, Japanese and Korean test texts
-(`data/answer_questions.json`: held-out questions in plain words, each with its answering file
-and a verbatim passage of it; `_answer_set.py` scores them). At 1,000 and 2,000 tokens, side by
+A store (embedded Chroma, by default the offline hashing embedding) is built over the files of
+one held-out set: about twenty stdlib modules and some of the stdlib's Chinese, Japanese and
+Korean test texts. Set `a` (`data/answer_questions.json`, the default) is the one the evidence
+weights were tuned on; set `b` (`data/answer_questions_b.json`) was written afterwards over
+twenty other modules, to check that tuning on questions it never saw. Each holds questions in
+plain words, each with its answering file and a verbatim passage of it (`_answer_set.py` scores
+them). At 1,000 and 2,000 tokens, side by
 side in one run and by the store's counter, each strategy turns a question into what a model
 reads, and the table gives the share of questions whose passage is in it (whitespace aside,
 under its own file), and the median share of the budget the answer spends:
@@ -21,11 +24,13 @@ And the ranking itself: the share of questions whose answering file is ranked fi
 files of the 50 best chunks, their mean reciprocal rank, and how often a chunk holding the passage
 is among those 50 (the most any strategy can show).
 
-    uv run --all-packages --frozen python benchmarks/bench_answer_in_context.py [--quick]
-        [--embedding NAME_OR_MODEL_DIR]
+    uv run --all-packages --frozen python benchmarks/bench_answer_in_context.py [--set a|b]
+        [--quick] [--embedding NAME_OR_MODEL_DIR] [--misses]
 
-`--quick`: every third question, over only the files they need (a smoke run). `--embedding`:
-any embedding the store takes (`docs/store.md`); the ingest and search times are printed too.
+`--set`: which held-out set (`a` by default; `make bench` runs both). `--quick`: every third
+question, over only the files they need (a smoke run). `--embedding`: any embedding the store
+takes (`docs/store.md`); the ingest and search times are printed too. `--misses`: the questions
+whose file the vectors do not rank first.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ from _answer_set import (
     load,
     missing_passages,
     reciprocal_rank,
+    set_path,
 )
 from _corpus import STDLIB, offline_tiktoken
 from bench_evidence import _render
@@ -110,7 +116,11 @@ def main() -> None:
     offline_tiktoken()
     logging.getLogger("ragbudget").setLevel(logging.ERROR)
     logging.getLogger("ragbudget_server").setLevel(logging.ERROR)
-    answers = load()
+    name = _option("--set") or "a"
+    try:
+        answers = load(set_path(name))
+    except ValueError as error:
+        raise SystemExit(str(error)) from None
     if "--quick" in sys.argv:
         kept = answers.questions[::3]
         files = sorted({q.file for q in kept})
@@ -125,7 +135,7 @@ def main() -> None:
         store, ingest_s, chunks = build(Path(tmp), answers, embedding)
         tc = store.counter
         cjk = sum(not q.q.isascii() for q in questions)
-        print(f"store: {len(answers.corpus)} stdlib files, {chunks:,} chunks; embedding "
+        print(f"set {name}: {len(answers.corpus)} stdlib files, {chunks:,} chunks; embedding "
               f"{store.stats().embedding}, counter {tc.name}; {n} questions "
               f"({cjk} in Chinese, Japanese or Korean)")  # fmt: skip
         print(

@@ -3,6 +3,8 @@
     python benchmarks/run_all.py [bench_name ...] [--quick]
 
 Names pick scripts; flags (`--quick`: the smaller run of the scripts that have one) go to each.
+A script listed in `RUNS` runs once per argument list there, the flags after them
+(`bench_answer_in_context` once per held-out set).
 A script that ends with `raise SystemExit(code)` ends only itself: the others still run, and
 the run exits 1 when any script exited with a code other than 0 (`bench_cursor_walks` does
 when a walk misses or repeats a chunk).
@@ -15,6 +17,10 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).parent
+RUNS: dict[str, list[list[str]]] = {
+    "bench_answer_in_context": [["--set", "a"], ["--set", "b"]],
+}
+"""Scripts run more than once, with the arguments of each run (the others run once, bare)."""
 
 
 def main() -> int:
@@ -26,13 +32,15 @@ def main() -> int:
     for script in scripts:
         if wanted and script.stem not in wanted:
             continue
-        print(f"\n=== {script.stem} ===", flush=True)
-        sys.argv = [str(script), *flags]
-        try:
-            runpy.run_path(str(script), run_name="__main__")
-        except SystemExit as exit_:
-            if exit_.code not in (None, 0):
-                failed.append(f"{script.stem} (exit {exit_.code})")
+        for extra in RUNS.get(script.stem, [[]]):
+            label = " ".join([script.stem, *extra])
+            print(f"\n=== {label} ===", flush=True)
+            sys.argv = [str(script), *extra, *flags]
+            try:
+                runpy.run_path(str(script), run_name="__main__")
+            except SystemExit as exit_:
+                if exit_.code not in (None, 0):
+                    failed.append(f"{label} (exit {exit_.code})")
     if failed:
         print(f"\nfailed: {', '.join(failed)}", file=sys.stderr)
     return 1 if failed else 0
