@@ -301,3 +301,15 @@ def test_snippet_helpers() -> None:
     assert best_window("a\nb\nc\nd\ncookie jar\ne", ["cooki"], 12) == 8
     assert best_window("a\nb\nc\nd\ncookie jar\ne", ["cooki"], 15) == 4
     assert best_window("x\ny\nz cookie\nw", ["cooki"], 100) == 0  # all of it fits
+
+
+def test_best_window_prefers_more_of_the_query_words_to_one_word_often() -> None:
+    # Three lines that name "text" (as every line of a module about text does) against one
+    # line naming two of the words: the window the query's words describe best wins.
+    text = "wrap text\nfill text\nshorten text\nx\ny\nz\nremove common leading whitespace\nw"
+    words = query_words("strip the common leading text")
+    assert words == ["commo", "leadi", "strip", "text"]
+    start = best_window(text, words, 36)
+    assert text[start:].startswith("z\nremove common")  # one line of context fits above
+    # The same words, "text" named most: the window where it is named most.
+    assert best_window(text, ["text"], 36) == 0

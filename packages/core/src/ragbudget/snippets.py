@@ -83,11 +83,18 @@ def rank_weights(n: int) -> list[float]:
 _CONTEXT_LINES = 2
 
 
+_FIRST, _REPEAT = 10, 1
+"""What a word's first mention in a window adds to its score, and each later one: a window that
+names more of the query's words beats one that names one word often (on both held-out sets of
+`benchmarks/bench_answer_in_context.py`, counting every mention alike showed fewer passages)."""
+
+
 def best_window(text: str, words: list[str], chars: int) -> int:
-    """Where (a line start in `text`) to start showing `chars` characters that mention `words`
-    most: the earliest window of whole lines at most `chars` long with the most mentions, from
-    its first matching line less two lines of context, moved back while the rest of the text
-    from there still fits in `chars`; 0 when no line mentions a word.
+    """Where (a line start in `text`) to start showing `chars` characters that answer `words`
+    best: the earliest window of whole lines at most `chars` long that names the most of the
+    words (a word's later mentions add a tenth each), from its first matching line less two
+    lines of context, moved back while the rest of the text from there still fits in `chars`;
+    0 when no line mentions a word.
 
         >>> best_window("a\\nb\\nc\\nd\\ncookie jar\\ne", ["cooki"], 15)
         4
@@ -96,19 +103,30 @@ def best_window(text: str, words: list[str], chars: int) -> int:
     starts = [0]
     for line in lines:
         starts.append(starts[-1] + len(line) + 1)
-    scores = [sum(w in line.lower() for w in words) for line in lines]
-    best, first, window, j = 0, 0, 0, 0
+    hits = [[k for k, w in enumerate(words) if w in line] for line in text.lower().split("\n")]
+    seen = [0] * len(words)
+    best, first, score, j = 0, 0, 0, 0
+
+    def enter(k: int) -> int:
+        seen[k] += 1
+        return _FIRST if seen[k] == 1 else _REPEAT
+
+    def leave(k: int) -> int:
+        seen[k] -= 1
+        return _FIRST if seen[k] == 0 else _REPEAT
+
     for i in range(len(lines)):
-        if j <= i:
-            j, window = i + 1, scores[i]
+        if j <= i:  # the window is empty: it starts again at line i
+            j = i + 1
+            score = sum(enter(k) for k in hits[i])
         while j < len(lines) and starts[j + 1] - starts[i] <= chars:
-            window += scores[j]
+            score += sum(enter(k) for k in hits[j])
             j += 1
-        if window > best:
-            best, first = window, i
-        window -= scores[i]
+        if score > best:
+            best, first = score, i
+        score -= sum(leave(k) for k in hits[i])
     if best:  # the window from its first matching line, with a little context above it
-        while scores[first] == 0:
+        while not hits[first]:
             first += 1
         match, above = first, 0  # context only while the matching line still fits
         while (
@@ -134,9 +152,9 @@ def shared_snippets(
     """`ranked` each within a fair share of `room` (two tokens a result kept for the joins; the
     best-ranked ones weigh more, `rank_weights`),
     as `draw` renders it alone over the `base` tokens of `draw([])`: one larger than its share
-    is cut to its best-matching lines; those that cannot hold a line leave. `cuts` remembers
-    each cut, for calls with the same `tc`, `draw`, `query` and `positions` (it is the same
-    for the same chunk, cost, share and base)."""
+    is cut to its lines that best answer `query` (`best_window`); those that cannot hold a line
+    leave. `cuts` remembers each cut, for calls with the same `tc`, `draw`, `query` and
+    `positions` (it is the same for the same chunk, cost, share and base)."""
     n = len(ranked)
     shares = fair_shares(costs[:n], room - 2 * n, rank_weights(n))
     words = query_words(query)
