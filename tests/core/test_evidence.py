@@ -313,3 +313,12 @@ def test_best_window_prefers_more_of_the_query_words_to_one_word_often() -> None
     assert text[start:].startswith("z\nremove common")  # one line of context fits above
     # The same words, "text" named most: the window where it is named most.
     assert best_window(text, ["text"], 36) == 0
+
+
+def test_a_cjk_query_cuts_to_its_lines() -> None:
+    # No spaces between words: the query's character bigrams find the line that answers.
+    text = "Python\n" * 6 + "東京都庁の開庁時間は午前八時半から\n" + "その他\n" * 6
+    words = query_words("東京都庁は何時に開きますか")
+    assert "都庁" in words and "何時" in words
+    start = best_window(text, words, 30)
+    assert text[start:].lstrip("Python\n").startswith("東京都庁の開庁時間")

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import bisect
 import re
+import unicodedata
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ragbudget._cjk import CJK_RUN, bigrams
 from ragbudget.fitting import cut_text, largest_prefix
 from ragbudget.models import Chunk
 
@@ -33,13 +35,17 @@ _STOP = frozenset([
 
 def query_words(query: str | None) -> list[str]:
     """The query's lowercase words worth matching (3+ letters, not stop words), each cut to a
-    five-letter stem so that "cookies" matches "cookie".
+    five-letter stem so that "cookies" matches "cookie"; a Chinese, Japanese or Korean run
+    gives its character bigrams (those languages put no spaces between words).
 
         >>> query_words("Parse the cookies header")
         ['cooki', 'heade', 'parse']
+        >>> query_words("Python 能在哪些操作系统上运行？")
+        ['pytho', '上运', '些操', '作系', '哪些', '在哪', '操作', '系统', '统上', '能在', '运行']
     """
-    words = re.findall(r"[a-z0-9]+", (query or "").lower())
-    return sorted({w[:5] for w in words if len(w) > 2 and w not in _STOP})
+    text = unicodedata.normalize("NFKC", query or "").lower()
+    words = {w[:5] for w in re.findall(r"[a-z0-9]+", text) if len(w) > 2 and w not in _STOP}
+    return sorted(words.union(*(bigrams(run) for run in CJK_RUN.findall(text))))
 
 
 def fair_shares(costs: list[int], room: int, weights: list[float] | None = None) -> list[int]:

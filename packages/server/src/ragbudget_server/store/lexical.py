@@ -48,6 +48,7 @@ from typing import Any
 from urllib.parse import quote
 
 import numpy as np
+from ragbudget._cjk import CJK_PIECE, CJK_RUN, bigrams
 
 __all__ = ["LexicalIndex", "Proposal", "cjk_bigrams", "index_path", "match_query"]
 
@@ -67,24 +68,13 @@ _MAX_TERMS = 64
 _COMMON = 0.1
 """A query word in more than this share of the chunks is left out (BM25 gives it no weight)."""
 
-_CJK = (
-    "\u1100-\u11ff\u2e80-\u2fdf\u3040-\u30ff\u3100-\u312f\u3130-\u318f\u31a0-\u31ff"
-    "\u3400-\u4dbf\u4e00-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\uff66-\uff9f"
-    "\U00020000-\U0003134f"
-)
-_CJK_RUN = re.compile(f"[{_CJK}]+")
-_PIECE = re.compile(f"([{_CJK}]+)")
 _WORD = re.compile(r"[^\W_]+")
-
-
-def _bigrams(run: str) -> list[str]:
-    return [run] if len(run) < 2 else [run[i : i + 2] for i in range(len(run) - 1)]
 
 
 def cjk_bigrams(text: str) -> str:
     """`text` NFKC-normalized, each CJK run replaced by its bigrams between spaces."""
     text = unicodedata.normalize("NFKC", text)
-    return _CJK_RUN.sub(lambda m: " " + " ".join(_bigrams(m[0])) + " ", text)
+    return CJK_RUN.sub(lambda m: " " + " ".join(bigrams(m[0])) + " ", text)
 
 
 def _phrase(text: str) -> str:
@@ -97,11 +87,11 @@ def match_query(query: str) -> list[tuple[str, str | None]]:
     what joins it (`max_retries`, `os.path`) is one phrase; a CJK run gives its bigrams."""
     terms: dict[str, str | None] = {}
     for word in unicodedata.normalize("NFKC", query).split():
-        for piece in _PIECE.split(word):
+        for piece in CJK_PIECE.split(word):
             if not piece:
                 continue
-            if _CJK_RUN.fullmatch(piece):
-                for gram in _bigrams(piece):
+            if CJK_RUN.fullmatch(piece):
+                for gram in bigrams(piece):
                     terms.setdefault(_phrase(gram), gram.lower())
             elif tokens := _WORD.findall(piece):
                 terms.setdefault(_phrase(piece), tokens[0].lower() if len(tokens) == 1 else None)
