@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
-from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -12,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from ragbudget_server.store import DocumentStore
 from ragbudget_server.store.hybrid import index_for, rrf
-from ragbudget_server.store.lexical import SCHEMA, cjk_bigrams, match_query
+from ragbudget_server.store.lexical import cjk_bigrams, match_query
 
 MakeStore = Callable[..., DocumentStore]
 
@@ -201,27 +199,3 @@ def test_the_command_line_flag_picks_the_ranking(
     result = CliRunner().invoke(app, ["search", "decode", "--db", db, "--explain", *flag])
     assert result.exit_code == 0, result.output
     assert asked == [hybrid, hybrid]
-
-
-def test_a_word_finds_its_other_forms_and_an_older_index_still_answers(
-    make_store: MakeStore, tmp_path: Path, corpus: Path
-) -> None:
-    # Porter stems: "measurements compare" finds "measured ... compared" (no word in common
-    # as written).
-    store = make_store()
-    docs = write(tmp_path / "forms", {"stats.txt": "Each measured value is compared here.\n"})
-    store.ingest([corpus, docs])
-    question, source = "measurements compare", (docs / "stats.txt").as_posix()
-    index = index_for(store._backend)
-    found = index.search(question, 5, None, "")
-    assert found is not None
-    assert found.ids[:1] == store.collection.get(where={"source": source}, include=[])["ids"]
-    assert store.search(question, max_tokens=1000, hybrid=True).results[0].source == source
-    # An index written before the stems (an older schema) is searched as it was built until
-    # the next ingest rebuilds it.
-    with closing(sqlite3.connect(index.path)) as db, db:
-        db.execute("UPDATE meta SET value = '2' WHERE key = 'schema'")
-    assert store.search("measured", max_tokens=1000, hybrid=True).results[0].source == source
-    store.ingest([corpus, docs])
-    assert index.state()["schema"] == SCHEMA
-    assert store.search(question, max_tokens=1000, hybrid=True).results[0].source == source

@@ -7,13 +7,10 @@ so several processes read while one writes and a killed writer leaves the last c
 An engine such as tantivy would add a compiled dependency for the same three things.
 
 Tokens: FTS5's `unicode61` tokenizer (case and diacritics folded; `_` and punctuation split, so
-`max_retries` is the phrase `max retries`) under its Porter stemmer ("measurements" and
-"measure" are one term: on the two held-out sets of `benchmarks/bench_answer_in_context.py`,
-three more passages in context at 1,000 tokens and one fewer at 2,000, of 88). It does not
-split Chinese, Japanese or Korean runs into words: before indexing, and in every query, text is
-NFKC-normalized and each CJK run becomes its overlapping character bigrams (`東京都` ->
-`東京 京都`), as Lucene's CJK analyzer does: no dictionary, and a question in those languages
-matches the files that share its bigrams.
+`max_retries` is the phrase `max retries`) does not split Chinese, Japanese or Korean runs into
+words. Before indexing, and in every query, text is NFKC-normalized and each CJK run becomes its
+overlapping character bigrams (`東京都` -> `東京 京都`), as Lucene's CJK analyzer does: no
+dictionary, and a question in those languages matches the files that share its bigrams.
 
 Where it lives:
 - an embedded store: `ragbudget-lexical-<collection>.sqlite3` in the store's folder, written only
@@ -54,11 +51,8 @@ __all__ = ["LexicalIndex", "Proposal", "cjk_bigrams", "index_path", "match_query
 
 logger = logging.getLogger(__name__)
 
-SCHEMA = "3"
+SCHEMA = "2"
 """Bumped when the tokens change: an index of another schema is rebuilt by the next sync."""
-_TOKENIZE = "porter unicode61 remove_diacritics 2"
-"""Words folded (case, diacritics) and stemmed (Porter: "measurements" and "measure" are one
-term), as in every FTS5 query of the index."""
 _BATCH = 500
 _readers = threading.local()
 _KEPT = 4
@@ -211,7 +205,8 @@ class LexicalIndex:
             " source TEXT NOT NULL, file_type TEXT NOT NULL, vector BLOB)"
         )
         db.execute(
-            f"CREATE VIRTUAL TABLE IF NOT EXISTS chunks USING fts5(text, tokenize = '{_TOKENIZE}')"
+            "CREATE VIRTUAL TABLE IF NOT EXISTS chunks USING fts5(text,"
+            " tokenize = 'unicode61 remove_diacritics 2')"
         )
         db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS vocab USING fts5vocab(chunks, 'row')")
         db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA,))
@@ -298,8 +293,7 @@ class LexicalIndex:
             with self._read() as db:
                 meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
                 if terms:
-                    stem = meta.get("schema") == SCHEMA  # an older index: its words unstemmed
-                    terms = self._rare(db, terms, int(meta.get("chunks", "0")), stem)
+                    terms = self._rare(db, terms, int(meta.get("chunks", "0")))
                     found = self._best(db, " OR ".join(t for t, _ in terms), sql, args, n)
         except (sqlite3.Error, OSError) as exc:  # a killed writer's journal, read-only; gone
             logger.debug("lexical index %s unreadable: %s", self.path, exc)
@@ -336,36 +330,14 @@ class LexicalIndex:
 
     @staticmethod
     def _rare(
-        db: sqlite3.Connection, terms: list[tuple[str, str | None]], total: int, stem: bool
+        db: sqlite3.Connection, terms: list[tuple[str, str | None]], total: int
     ) -> list[tuple[str, Any]]:
         """`terms` without the words most of the `total` chunks hold (all of them if every one
-        is common); `stem`: the index holds its words' stems."""
+        is common)."""
         words = [w for _, w in terms if w is not None]
         if not words:
             return list(terms)
-        stems = dict(zip(words, _stems(db, words) if stem else words, strict=True))
         marks = ",".join("?" * len(words))
-        seen = dict(
-            db.execute(f"SELECT term, doc FROM vocab WHERE term IN ({marks})", list(stems.values()))
-        )
-        kept = [(t, w) for t, w in terms if w is None or seen.get(stems[w], 0) <= _COMMON * total]
+        seen = dict(db.execute(f"SELECT term, doc FROM vocab WHERE term IN ({marks})", words))
+        kept = [(t, w) for t, w in terms if w is None or seen.get(w, 0) <= _COMMON * total]
         return kept or list(terms)
-
-
-def _stems(db: sqlite3.Connection, words: list[str]) -> list[str]:
-    """Each of `words` as the index's tokenizer stores it (its stem), by the tokenizer itself:
-    the words go into a table of the connection's own temporary schema (a read-only connection
-    may write there) and come back from its vocabulary."""
-    db.execute(
-        f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.stem USING fts5(w, tokenize = '{_TOKENIZE}')"
-    )
-    db.execute(
-        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.stem_terms USING fts5vocab(temp, stem, 'instance')"
-    )
-    try:
-        db.execute("DELETE FROM temp.stem")
-        db.executemany("INSERT INTO temp.stem(rowid, w) VALUES (?, ?)", enumerate(words))
-        got = dict(db.execute("SELECT doc, term FROM temp.stem_terms"))
-    finally:  # the insert opened a transaction: left open, it would hold the index's read lock
-        db.commit()
-    return [got.get(i, w) for i, w in enumerate(words)]
