@@ -305,7 +305,7 @@ def select(
     snippets: bool = True,
     min_share: int = 100,
     max_results: int = 10,
-    cuts: dict[Any, Chunk | None] | None = None,
+    cuts: dict[Any, Any] | None = None,
 ) -> EvidenceResult:
     """The ranked `chunks` as the most distinct evidence whose rendering fits `max_tokens`.
 
@@ -322,7 +322,8 @@ def select(
     chunk's `header` line and text joined with `separator`; `EvidenceResult.text` is it, and
     counts at most `max_tokens` by `counter`. Inputs are never mutated. `cuts`: a dict kept
     between calls that render with the same `render`, counter, query and positions (a caller
-    selecting again from other prefixes of one ranking); the snippets cut are remembered there.
+    selecting again from other prefixes of one ranking); the snippets cut (and the line counts
+    that size them) are remembered there.
 
         >>> from ragbudget.evidence import select
         >>> chunks = [{"id": "a", "text": "one two", "score": 0.9},
@@ -358,6 +359,7 @@ def select(
         # Shares are sized on each result rendered alone; together they cost less (a notice
         # said once, shorter paths), so the budget left over is shared out again.
         room, fits = max_tokens - base, None  # `fits`: the largest room whose answer fit
+        cuts = {} if cuts is None else cuts  # the rounds cut the same chunks to other shares
         for _ in range(_SHARE_ROUNDS):
             shared = shared_snippets(
                 ranked[:target],

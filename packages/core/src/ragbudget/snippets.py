@@ -129,29 +129,29 @@ def shared_snippets(
     draw: Callable[[list[Chunk]], str],
     query: str | None,
     positions: Positions,
-    cuts: dict[Any, Chunk | None] | None = None,
+    cuts: dict[Any, Any] | None = None,
 ) -> list[Chunk]:
     """`ranked` each within a fair share of `room` (two tokens a result kept for the joins; the
     best-ranked ones weigh more, `rank_weights`),
     as `draw` renders it alone over the `base` tokens of `draw([])`: one larger than its share
     is cut to its best-matching lines; those that cannot hold a line leave. `cuts` remembers
-    each cut, for calls with the same `tc`, `draw`, `query` and `positions` (it is the same
-    for the same chunk, cost, share and base)."""
+    each cut and each cut chunk's line counts, for calls with the same `tc`, `draw`, `query`
+    and `positions` (a cut is the same for the same chunk, cost, share and base)."""
     n = len(ranked)
     shares = fair_shares(costs[:n], room - 2 * n, rank_weights(n))
     words = query_words(query)
+    cuts = {} if cuts is None else cuts
     out: list[Chunk] = []
     for chunk, cost, share in zip(ranked, costs, shares, strict=False):
         if cost <= share:
             out.append(chunk)
             continue
         key = (chunk.id, chunk.text, cost, share, base)
-        if cuts is not None and key in cuts:
+        if key in cuts:
             part = cuts[key]
         else:
-            part = _best_lines(chunk, cost, share, base, words, tc, draw, positions)
-            if cuts is not None:
-                cuts[key] = part
+            part = _best_lines(chunk, cost, share, base, words, tc, draw, positions, cuts)
+            cuts[key] = part
         if part is not None:
             out.append(part)
     return out
@@ -166,6 +166,7 @@ def _best_lines(
     tc: Any,
     draw: Callable[[list[Chunk]], str],
     positions: Positions,
+    counts: dict[Any, Any],
 ) -> Chunk | None:
     """The part of `chunk` from the start of its window of lines (its `share` of tokens, in
     characters at the chunk's own tokens per character) that mentions the query's words most,
@@ -184,10 +185,15 @@ def _best_lines(
         return positions.moved(chunk, kept, span[1] + offset, line)
 
     rest = text[offset:]
-    # Whole lines first (a few counts: the guess is the share's characters at the chunk's
-    # own tokens per character); a first line too long for the share is cut inside.
+    # Whole lines first: the guess is the most lines whose own counts (each line counted once
+    # per chunk, `_LineCounts`) fit the share at the chunk's tokens per counted token, so the
+    # search usually counts two renderings: the guess, and one line more.
     ends = [m.start() for m in _NEWLINE.finditer(rest)] + [len(rest)]
-    guess = bisect.bisect_right(ends, chars)
+    key = ("lines", chunk.id, chunk.text, base)
+    sizes = counts.get(key)
+    if sizes is None:
+        sizes = counts[key] = _LineCounts(chunk, cost, base, tc, draw)
+    guess = sizes.lines_within(text.count("\n", 0, offset), len(ends), share)
     whole = largest_prefix(
         lambda k: draw([place(rest[: ends[k - 1]])]), len(ends), base + share, tc, lower=1,
         guess=max(guess, 1),
@@ -199,3 +205,39 @@ def _best_lines(
     if size is None or not rest[:size].strip():
         return None
     return place(rest[:size])
+
+
+class _LineCounts:
+    """A chunk's lines counted once each (`bisect` on their running sum finds how many fit a
+    share), and what its rendering adds around its text (`draw` of it emptied, less `base`).
+
+    A cut of its lines renders to about `base + header + (cost - header) * lines / all`, where
+    `lines` is what the cut's lines count alone and `all` what every line counts alone: lines
+    counted apart count a little more than together (a newline and the indent after it), in
+    about the same proportion all along a text."""
+
+    def __init__(
+        self, chunk: Chunk, cost: int, base: int, tc: Any, draw: Callable[[list[Chunk]], str]
+    ) -> None:
+        lines = chunk.text.split("\n")
+        self.running = [0]
+        for i, line in enumerate(lines):
+            self.running.append(
+                self.running[-1] + tc.count(line if i == len(lines) - 1 else line + "\n")
+            )
+        self.header = tc.count(draw([chunk.model_copy(update={"text": ""})])) - base
+        self.cost = cost
+
+    def lines_within(self, first: int, n: int, share: int) -> int:
+        """The most of the `n` lines from line `first` (0-based) whose cut should render within
+        `share` tokens over `base` (a guess: the caller measures it)."""
+        text = self.cost - self.header
+        total = self.running[-1]
+        if text <= 0 or total <= 0:
+            return n
+        room = (share - self.header) * total / text
+        return (
+            bisect.bisect_right(self.running, self.running[first] + room, first, first + n + 1)
+            - 1
+            - first
+        )

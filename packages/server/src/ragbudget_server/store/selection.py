@@ -126,7 +126,7 @@ def evidence_response(
     # one does not depend on the ranks after them: so duplicates are found once, for all hits,
     # and each try selects from the distinct texts of its prefix (as `select` would find them).
     distinct, repeats = _distinct(chunks)
-    cuts: dict[Any, Chunk | None] = {}  # and the snippets one try cut, the next reuses
+    cuts: dict[Any, Any] = {}  # and the snippets one try cut, the next reuses
 
     def attempt(k: int) -> EvidenceResult | None:
         try:
