@@ -322,7 +322,7 @@ def select(
     chunk's `header` line and text joined with `separator`; `EvidenceResult.text` is it, and
     counts at most `max_tokens` by `counter`. Inputs are never mutated. `cuts`: a dict kept
     between calls that render with the same `render`, counter, query and positions (a caller
-    selecting again from other prefixes of one ranking); the snippets cut (and the line counts
+    selecting again from other prefixes of one ranking); the snippets cut (and the header counts
     that size them) are remembered there.
 
         >>> from ragbudget.evidence import select

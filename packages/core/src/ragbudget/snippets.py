@@ -135,7 +135,7 @@ def shared_snippets(
     best-ranked ones weigh more, `rank_weights`),
     as `draw` renders it alone over the `base` tokens of `draw([])`: one larger than its share
     is cut to its best-matching lines; those that cannot hold a line leave. `cuts` remembers
-    each cut and each cut chunk's line counts, for calls with the same `tc`, `draw`, `query`
+    each cut and what each cut chunk's header adds, for calls with the same `tc`, `draw`, `query`
     and `positions` (a cut is the same for the same chunk, cost, share and base)."""
     n = len(ranked)
     shares = fair_shares(costs[:n], room - 2 * n, rank_weights(n))
@@ -185,15 +185,16 @@ def _best_lines(
         return positions.moved(chunk, kept, span[1] + offset, line)
 
     rest = text[offset:]
-    # Whole lines first: the guess is the most lines whose own counts (each line counted once
-    # per chunk, `_LineCounts`) fit the share at the chunk's tokens per counted token, so the
-    # search usually counts two renderings: the guess, and one line more.
+    # Whole lines first. The guess: the share less what a result adds around its text (its
+    # header, counted once per chunk), in characters at the text's own tokens per character;
+    # usually right or one line off, so the search counts two or three renderings.
     ends = [m.start() for m in _NEWLINE.finditer(rest)] + [len(rest)]
-    key = ("lines", chunk.id, chunk.text, base)
-    sizes = counts.get(key)
-    if sizes is None:
-        sizes = counts[key] = _LineCounts(chunk, cost, base, tc, draw)
-    guess = sizes.lines_within(text.count("\n", 0, offset), len(ends), share)
+    key = ("header", chunk.id, chunk.text, base)
+    header = counts.get(key)
+    if header is None:
+        header = counts[key] = tc.count(draw([chunk.model_copy(update={"text": ""})])) - base
+    room = len(text) * (share - header) / max(cost - header, 1)
+    guess = bisect.bisect_right(ends, room)
     whole = largest_prefix(
         lambda k: draw([place(rest[: ends[k - 1]])]), len(ends), base + share, tc, lower=1,
         guess=max(guess, 1),
@@ -205,39 +206,3 @@ def _best_lines(
     if size is None or not rest[:size].strip():
         return None
     return place(rest[:size])
-
-
-class _LineCounts:
-    """A chunk's lines counted once each (`bisect` on their running sum finds how many fit a
-    share), and what its rendering adds around its text (`draw` of it emptied, less `base`).
-
-    A cut of its lines renders to about `base + header + (cost - header) * lines / all`, where
-    `lines` is what the cut's lines count alone and `all` what every line counts alone: lines
-    counted apart count a little more than together (a newline and the indent after it), in
-    about the same proportion all along a text."""
-
-    def __init__(
-        self, chunk: Chunk, cost: int, base: int, tc: Any, draw: Callable[[list[Chunk]], str]
-    ) -> None:
-        lines = chunk.text.split("\n")
-        self.running = [0]
-        for i, line in enumerate(lines):
-            self.running.append(
-                self.running[-1] + tc.count(line if i == len(lines) - 1 else line + "\n")
-            )
-        self.header = tc.count(draw([chunk.model_copy(update={"text": ""})])) - base
-        self.cost = cost
-
-    def lines_within(self, first: int, n: int, share: int) -> int:
-        """The most of the `n` lines from line `first` (0-based) whose cut should render within
-        `share` tokens over `base` (a guess: the caller measures it)."""
-        text = self.cost - self.header
-        total = self.running[-1]
-        if text <= 0 or total <= 0:
-            return n
-        room = (share - self.header) * total / text
-        return (
-            bisect.bisect_right(self.running, self.running[first] + room, first, first + n + 1)
-            - 1
-            - first
-        )
