@@ -18,8 +18,13 @@ minutes (7 on two loaded cores):
 `--keep DIR` builds each store once in DIR and reuses it. `--dump FILE` writes what every
 search returned (ids, texts' hashes, tokens, notices) as JSON, to compare two versions.
 
+`--work`: instead of timing, the work each default search gives the tokenizer (bpe-openai's
+calls and the characters in them, a call that stops at a limit taken as 8 characters a token
+of it, medians over the queries) and the selections a page ran: figures the machine's load does
+not change, to compare two versions of the code.
+
 Run: make bench (or uv run --all-packages python benchmarks/bench_search_cost.py
-[--quick] [--keep DIR] [--counter SPEC ...] [--dump FILE])
+[--quick] [--keep DIR] [--counter SPEC ...] [--dump FILE] [--work])
 """
 
 from __future__ import annotations
@@ -119,6 +124,54 @@ def _measure(
     return statistics.median(raw_t) * 1e3, statistics.median(search_t) * 1e3
 
 
+def _work(store: DocumentStore) -> None:
+    """Print what each default search (evidence, the store's counter) gives the tokenizer."""
+    from ragbudget import bpe
+    from ragbudget_server.store import selection
+
+    tally = {"calls": 0, "chars": 0, "selects": 0}
+    count, up_to, select = bpe.BpeCounter.count, bpe.BpeCounter.count_up_to, selection.select
+
+    def counted(self: Any, text: str) -> int:
+        tally["calls"] += 1
+        tally["chars"] += len(text)
+        return count(self, text)
+
+    def counted_up_to(self: Any, text: str, limit: int) -> int:
+        tally["calls"] += 1
+        tally["chars"] += min(len(text), 8 * limit)
+        return up_to(self, text, limit)
+
+    def selecting(*args: Any, **kwargs: Any) -> Any:
+        tally["selects"] += 1
+        return select(*args, **kwargs)
+
+    patched = (
+        (bpe.BpeCounter, "count", counted),
+        (bpe.BpeCounter, "count_up_to", counted_up_to),
+        (selection, "select", selecting),
+    )
+    for owner, name, value in patched:
+        setattr(owner, name, value)
+    print(f"{'limit':>5} {'budget':>6} {'calls':>6} {'K chars':>8} {'selects':>7}  (a search)")
+    try:
+        for budget in BUDGETS:
+            for limit in LIMITS:
+                seen: dict[str, list[int]] = {k: [] for k in tally}
+                for q in QUERIES:
+                    _forget_rankings(store)
+                    tally.update(dict.fromkeys(tally, 0))
+                    store.search(q, limit=limit, max_tokens=budget)
+                    for k, v in tally.items():
+                        seen[k].append(v)
+                calls, chars, selects = (statistics.median(seen[k]) for k in tally)
+                print(f"{limit:>5} {budget:>6} {calls:>6.0f} {chars / 1e3:>8.0f} {selects:>7.1f}",
+                      flush=True)  # fmt: skip
+    finally:
+        for (owner, name, _), value in zip(patched, (count, up_to, select), strict=True):
+            setattr(owner, name, value)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="the 2K store only, one round")
@@ -128,6 +181,7 @@ def main() -> None:
     parser.add_argument("--sizes", default=None, help="2K,30K")
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--dump", type=Path, help="write what every search returned here")
+    parser.add_argument("--work", action="store_true", help="count the tokenizer's work, not time")
     args, _ = parser.parse_known_args()
     offline_tiktoken()
     logging.getLogger("ragbudget").setLevel(logging.ERROR)
@@ -142,6 +196,12 @@ def main() -> None:
         for size in sizes:
             store = _store(size, where)
             chunks = store.collection.count()
+            if args.work:
+                print(f"\nthe tokenizer's work, {chunks:,} chunks ({size} store), medians of "
+                      f"{len(QUERIES)} queries, counter {store.counter.name}")  # fmt: skip
+                _work(store)
+                store.close()
+                continue
             for q in QUERIES:  # warm both paths (caches, counters' data, the HNSW index)
                 for counter in counters:
                     store.search(q, limit=50, max_tokens=4000, counter=counter)

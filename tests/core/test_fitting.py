@@ -72,6 +72,15 @@ def test_largest_prefix_counts_only_near_the_answer() -> None:
     fitted = largest_prefix(render, len(items), 500, WORDS, guess=498)
     assert fitted is not None and fitted.size == 500
     assert len(counted) <= 6
+    # a guess just over the answer costs two counts (it, then one less), not a bisection
+    counted.clear()
+    fitted = largest_prefix(render, len(items), 500, WORDS, guess=501)
+    assert fitted is not None and fitted.size == 500
+    assert counted == [501, 500]
+    counted.clear()  # far over: galloping down, still near the answer, never from the bottom
+    fitted = largest_prefix(render, len(items), 500, WORDS, lower=1, guess=600)
+    assert fitted is not None and fitted.size == 500
+    assert len(counted) <= 16 and min(counted) >= 400
 
 
 prose = st.lists(

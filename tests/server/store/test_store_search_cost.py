@@ -130,3 +130,21 @@ def test_the_count_of_matching_chunks_follows_any_write(tmp_path: Path) -> None:
     filtered = search("handler for a request", limit=5, file_type="py")
     assert filtered.total_count == after.total_count
     store.close()
+
+
+def test_remembered_counts_a_text_over_a_limit_once_for_smaller_limits() -> None:
+    """The tries of a page check the same long renderings against one budget: a text found over
+    a limit is over any smaller one without a count, and is counted again for a larger one."""
+    seen: list[str] = []
+
+    def words(text: str) -> int:
+        seen.append(text)
+        return len(text.split())
+
+    remembered = selection.Remembered(get_counter(words))
+    text = "one two three four five"
+    assert remembered.count_up_to(text, 3) > 3
+    assert remembered.count_up_to(text, 2) > 2 and len(seen) == 1
+    assert remembered.count_up_to(text, 10) == 5 and len(seen) == 2  # a larger limit: counted
+    assert remembered.count_up_to(text, 4) > 4 and remembered.count(text) == 5
+    assert len(seen) == 2  # counted whole once: every later check reads it

@@ -305,7 +305,7 @@ def select(
     snippets: bool = True,
     min_share: int = 100,
     max_results: int = 10,
-    cuts: dict[Any, Chunk | None] | None = None,
+    cuts: dict[Any, Any] | None = None,
 ) -> EvidenceResult:
     """The ranked `chunks` as the most distinct evidence whose rendering fits `max_tokens`.
 
@@ -322,7 +322,8 @@ def select(
     chunk's `header` line and text joined with `separator`; `EvidenceResult.text` is it, and
     counts at most `max_tokens` by `counter`. Inputs are never mutated. `cuts`: a dict kept
     between calls that render with the same `render`, counter, query and positions (a caller
-    selecting again from other prefixes of one ranking); the snippets cut are remembered there.
+    selecting again from other prefixes of one ranking); the snippets cut, the header counts that
+    size them, and how much less results cost together than alone are remembered there.
 
         >>> from ragbudget.evidence import select
         >>> chunks = [{"id": "a", "text": "one two", "score": 0.9},
@@ -351,7 +352,8 @@ def select(
         msg = f"max_tokens={max_tokens} cannot hold even an empty rendering ({base} tokens)"
         raise ValueError(msg)
     costs = _Costs(ranked, base, tc, draw)  # counted as the budget reads them: a few ranks
-    kept, fitted = _prefix(ranked, costs, max_tokens - base, max_tokens, tc, draw)
+    cuts = {} if cuts is None else cuts  # what one call measures, the next (or round) reuses
+    kept, fitted = _prefix(ranked, costs, max_tokens - base, max_tokens, tc, draw, cuts)
     # Without snippets, only a top result too large to fit whole is cut (as `fit` does).
     target = max(1, min(max_results, max_tokens // min_share)) if snippets else 1
     if min(target, len(ranked)) > len(kept):
@@ -441,14 +443,32 @@ class _Costs:
 
 
 def _prefix(
-    ranked: list[Chunk], costs: _Costs, room: int, max_tokens: int, tc: Any, draw: Render
+    ranked: list[Chunk],
+    costs: _Costs,
+    room: int,
+    max_tokens: int,
+    tc: Any,
+    draw: Render,
+    memo: dict[Any, Any],
 ) -> tuple[list[Chunk], Fitted]:
     """The longest ranked prefix of whole chunks whose rendering fits, and that rendering
-    (`room`: the budget less the empty rendering)."""
-    k = 0
-    while k < len(costs) and costs[k] <= room:
-        room -= costs[k]
+    (`room`: the budget less the empty rendering).
+
+    The search starts from the results whose costs alone fit, each cost scaled by what the
+    prefix an earlier call on `memo` found cost together against alone (results cost less
+    together: a notice said once), so that it counts about two renderings, not four."""
+    scale = memo.get(_TOGETHER, 1.0)
+    k, left = 0, float(room)
+    while k < len(costs) and costs[k] * scale <= left:
+        left -= costs[k] * scale
         k += 1
     fitted = largest_prefix(lambda j: draw(ranked[:j]), len(ranked), max_tokens, tc, guess=k)
     assert fitted is not None  # the caller checked that draw([]) fits
+    alone = sum(costs[i] for i in range(fitted.size))
+    if alone > 0:
+        memo[_TOGETHER] = (fitted.tokens - (max_tokens - room)) / alone
     return ranked[: fitted.size], fitted
+
+
+_TOGETHER = ("together",)
+"""`select`'s memo key of the last prefix's cost together over its costs alone."""

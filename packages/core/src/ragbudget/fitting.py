@@ -93,8 +93,8 @@ class _Measure:
 
 def _gallop(fits: Callable[[int], bool], lower: int, upper: int, guess: int) -> int | None:
     """Largest k in [lower, upper] with fits(k), for fits true up to the answer and false after
-    it; None when not even `lower` fits. Gallops up from `guess` or bisects below it, so only
-    candidates near the answer are tried."""
+    it; None when not even `lower` fits. Gallops up or down from `guess` (steps of 1, 2, 4 ...)
+    then bisects, so only candidates near the answer are tried: a guess off by one costs two."""
     k = min(max(guess, lower), upper)
     if fits(k):
         lo, hi, step = k, upper, 1
@@ -107,11 +107,15 @@ def _gallop(fits: Callable[[int], bool], lower: int, upper: int, guess: int) -> 
         else:
             return lo
     else:
-        if k == lower:
-            return None
-        lo, hi = lower, k - 1
-        if not fits(lo):
-            return None
+        hi, step = k - 1, 1
+        while True:
+            if hi < lower:
+                return None
+            nxt = max(lower, k - step)
+            if fits(nxt):
+                lo = nxt
+                break
+            hi, step = nxt - 1, step * 2
     while lo < hi:
         mid = (lo + hi + 1) // 2
         if fits(mid):

@@ -153,29 +153,30 @@ def shared_snippets(
     draw: Callable[[list[Chunk]], str],
     query: str | None,
     positions: Positions,
-    cuts: dict[Any, Chunk | None] | None = None,
+    cuts: dict[Any, Any] | None = None,
 ) -> list[Chunk]:
     """`ranked` each within a fair share of `room` (two tokens a result kept for the joins; the
     best-ranked ones weigh more, `rank_weights`),
     as `draw` renders it alone over the `base` tokens of `draw([])`: one larger than its share
     is cut to its lines that best answer `query` (`best_window`); those that cannot hold a line
-    leave. `cuts` remembers each cut, for calls with the same `tc`, `draw`, `query` and
-    `positions` (it is the same for the same chunk, cost, share and base)."""
+    leave. `cuts` remembers each cut and what each cut chunk's header adds, for calls with the
+    same `tc`, `draw`, `query` and `positions` (a cut is the same for the same chunk, cost,
+    share and base)."""
     n = len(ranked)
     shares = fair_shares(costs[:n], room - 2 * n, rank_weights(n))
     words = query_words(query)
+    cuts = {} if cuts is None else cuts
     out: list[Chunk] = []
     for chunk, cost, share in zip(ranked, costs, shares, strict=False):
         if cost <= share:
             out.append(chunk)
             continue
         key = (chunk.id, chunk.text, cost, share, base)
-        if cuts is not None and key in cuts:
+        if key in cuts:
             part = cuts[key]
         else:
-            part = _best_lines(chunk, cost, share, base, words, tc, draw, positions)
-            if cuts is not None:
-                cuts[key] = part
+            part = _best_lines(chunk, cost, share, base, words, tc, draw, positions, cuts)
+            cuts[key] = part
         if part is not None:
             out.append(part)
     return out
@@ -190,6 +191,7 @@ def _best_lines(
     tc: Any,
     draw: Callable[[list[Chunk]], str],
     positions: Positions,
+    counts: dict[Any, Any],
 ) -> Chunk | None:
     """The part of `chunk` from the start of its window of lines (its `share` of tokens, in
     characters at the chunk's own tokens per character) that mentions the query's words most,
@@ -208,10 +210,16 @@ def _best_lines(
         return positions.moved(chunk, kept, span[1] + offset, line)
 
     rest = text[offset:]
-    # Whole lines first (a few counts: the guess is the share's characters at the chunk's
-    # own tokens per character); a first line too long for the share is cut inside.
+    # Whole lines first. The guess: the share less what a result adds around its text (its
+    # header, counted once per chunk), in characters at the text's own tokens per character;
+    # usually right or one line off, so the search counts two or three renderings.
     ends = [m.start() for m in _NEWLINE.finditer(rest)] + [len(rest)]
-    guess = bisect.bisect_right(ends, chars)
+    key = ("header", chunk.id, chunk.text, base)
+    header = counts.get(key)
+    if header is None:
+        header = counts[key] = tc.count(draw([chunk.model_copy(update={"text": ""})])) - base
+    room = len(text) * (share - header) / max(cost - header, 1)
+    guess = bisect.bisect_right(ends, room)
     whole = largest_prefix(
         lambda k: draw([place(rest[: ends[k - 1]])]), len(ends), base + share, tc, lower=1,
         guess=max(guess, 1),

@@ -216,8 +216,12 @@ def ranking_for(
             raise StoreError(msg)
         found = cursors.Ranking(query, where, version, [], [], time.time(), total=n)
 
-    def embedding() -> list[float]:
-        return [float(x) for x in backend.embed([query], query=True)[0]]
+    embedded: list[list[float]] = []
+
+    def embedding() -> list[float]:  # embedded once a page (the fusion and the extension ask)
+        if not embedded:
+            embedded.append([float(x) for x in backend.embed([query], query=True)[0]])
+        return embedded[0]
 
     if fresh and lexical is not None:
         proposal = lexical(query, LEXICAL_POOL, where, version)

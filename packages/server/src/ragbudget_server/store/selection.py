@@ -112,11 +112,17 @@ def evidence_response(
     # (truncated, a result cut, continuing after the last hit); the real notice is set after,
     # and the response measured again. Should it count more, the selection runs again with
     # the excess taken off the budget.
+    drawn: dict[tuple[Any, ...], SearchResult] = {}  # each candidate result built once
+
     def render(kept: list[Chunk]) -> str:
-        results = [
-            _result(c, by_id[c.id], counter, exact=False, cut=_shorter(c, by_id[c.id]))
-            for c in kept
-        ]
+        results = []
+        for c in kept:
+            key = (c.id, c.text, c.score, c.metadata.get("start_line"), c.metadata.get("end_line"))
+            result = drawn.get(key)
+            if result is None:
+                hit = by_id[c.id]
+                result = drawn[key] = _result(c, hit, counter, exact=False, cut=_shorter(c, hit))
+            results.append(result)
         longest = max(results, key=_id_length, default=None)
         return page.response(results, longest, offset + len(hits), True).to_text()
 
@@ -126,7 +132,7 @@ def evidence_response(
     # one does not depend on the ranks after them: so duplicates are found once, for all hits,
     # and each try selects from the distinct texts of its prefix (as `select` would find them).
     distinct, repeats = _distinct(chunks)
-    cuts: dict[Any, Chunk | None] = {}  # and the snippets one try cut, the next reuses
+    cuts: dict[Any, Any] = {}  # and the snippets one try cut, the next reuses
 
     def attempt(k: int) -> EvidenceResult | None:
         try:
@@ -154,7 +160,7 @@ def evidence_response(
             reach, narrowed = left, True  # the page ends before `left`: nothing past it shown
             continue
         if left is None and narrowed:  # the narrower page may leave budget for more ranks
-            reach, got = _widest(attempt, reach, len(hits), got)
+            reach, got = _widest(attempt, reach, len(hits), got, budget)
             narrowed, report = False, got.report
         covered = reach if left is None else left
         next_offset = offset + covered if covered < len(hits) or more else None
@@ -204,11 +210,19 @@ def _within_cap(hits: Sequence[Hit], cap: int | None) -> Sequence[Hit]:
 
 
 def _widest(
-    attempt: Callable[[int], EvidenceResult | None], reach: int, upper: int, got: EvidenceResult
+    attempt: Callable[[int], EvidenceResult | None],
+    reach: int,
+    upper: int,
+    got: EvidenceResult,
+    budget: int,
 ) -> tuple[int, EvidenceResult]:
-    """The largest reach in `[reach, upper]` whose selection leaves no rank out (galloping up
-    from `reach`, which does), and its selection."""
+    """The largest reach in `[reach, upper]` whose selection leaves no rank out (`reach`'s,
+    `got`, does), and its selection. The search starts where the budget `got` left would reach
+    at the tokens a rank took so far (each selection counts a whole page: a guess close to the
+    answer saves most of them)."""
     tried = {reach: got}
+    used = got.report.used_tokens
+    guess = reach + max(1, (budget - used) * reach // max(used, 1))
 
     def whole(k: int) -> bool:
         if k not in tried:
@@ -218,7 +232,7 @@ def _widest(
             tried[k] = found
         return True
 
-    best = largest_fitting(whole, upper, lower=reach, guess=reach + 1) or reach
+    best = largest_fitting(whole, upper, lower=reach, guess=guess) or reach
     return best, tried[best]
 
 
@@ -229,6 +243,8 @@ class Remembered:
     def __init__(self, counter: TokenCounter) -> None:
         self._counter = counter
         self._seen: dict[str, int] = {}
+        self._over: dict[str, tuple[int, int]] = {}
+        """Texts found over a limit: `(the limit, what the count said)`."""
         self.name, self.exact = counter.name, counter.exact
         self.stops_early = stops_early(counter)
 
@@ -240,12 +256,20 @@ class Remembered:
 
     def count_up_to(self, text: str, limit: int) -> int:
         """As `count` when the text counts at most `limit`, else some number above it: a
-        counter that can stop there does (`counters.count_up_to`); only whole counts are kept."""
+        counter that can stop there does (`counters.count_up_to`). A text found over a limit
+        is over every smaller one: the tries of a page check the same long renderings against
+        one budget, and only the ones that fit are counted whole."""
         n = self._seen.get(text)
-        if n is None:
-            n = count_up_to(self._counter, text, limit)
-            if n <= limit:
-                self._seen[text] = n
+        if n is not None:
+            return n
+        over = self._over.get(text)
+        if over is not None and limit <= over[0]:
+            return over[1]
+        n = count_up_to(self._counter, text, limit)
+        if n <= limit:
+            self._seen[text] = n
+        else:
+            self._over[text] = (limit, n)
         return n
 
 
