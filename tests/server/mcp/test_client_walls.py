@@ -1,4 +1,4 @@
-"""Every answer fits the client that reads it, through the official SDK client over stdio.
+"""Every answer fits the client that reads it, through the official SDK client.
 
 `ragbudget serve` at its defaults (the store's estimate counter) is asked `search` and
 `read_document` at budgets up to far above any wall, by an `mcp.ClientSession` sending each
@@ -7,19 +7,26 @@ as compact JSON, stays within that profile's walls: tokens by exact o200k and cl
 token wall is the server's margin-covered estimate, so an exact count must be within it), and
 characters (UTF-16 units and code points) and UTF-8 bytes. The structured content holds no
 result's text, and log messages come only when a level was asked for.
+
+The server reads the name per request, so one streamable HTTP process serves every profile's
+session (each process start costs seconds); the default profile and the log level are asked
+over stdio, each in a process of its own (one client a process).
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPDeprecationWarning
-from mcp_helpers import assert_within_walls, serve_command, whole_answer
+from mcp_helpers import assert_within_walls, http_server, serve_command, whole_answer
 from mcp_types import Implementation
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from processes import server_env
@@ -47,11 +54,35 @@ def estimate_db(stdlib: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return db
 
 
-async def _session_calls(db: Path, name: str, topics: str, log_level: Any = None) -> list[Any]:
+@pytest.fixture(scope="module")
+def walls_url(estimate_db: Path) -> Iterator[str]:
+    """One `ragbudget serve --transport http` on the store for the module's sessions."""
+    with (
+        (estimate_db.parent / "serve.log").open("wb") as log,
+        http_server(["--db", str(estimate_db)], server_env(), stderr=log) as url,
+    ):
+        yield url
+
+
+@asynccontextmanager
+async def _streams(db: Path, url: str | None) -> AsyncIterator[Any]:
+    """The read and write streams of a new `ragbudget serve` over stdio (`url` None), or of a
+    new session with the HTTP server at `url`."""
+    if url is not None:
+        async with streamable_http_client(url) as streams:
+            yield streams
+        return
     command = serve_command()
     params = StdioServerParameters(
         command=command[0], args=[*command[1:], "--db", str(db)], env=server_env()
     )
+    async with stdio_client(params, errlog=sys.stderr) as streams:
+        yield streams
+
+
+async def _session_calls(
+    db: Path, name: str, topics: str, log_level: Any = None, url: str | None = None
+) -> list[Any]:
     logs: list[Any] = []
 
     async def on_log(params: Any) -> None:
@@ -59,7 +90,7 @@ async def _session_calls(db: Path, name: str, topics: str, log_level: Any = None
 
     results = []
     async with (
-        stdio_client(params, errlog=sys.stderr) as (read, write),
+        _streams(db, url) as (read, write),
         ClientSession(
             read,
             write,
@@ -80,13 +111,19 @@ async def _session_calls(db: Path, name: str, topics: str, log_level: Any = None
     return [results, stats, logs]
 
 
-@pytest.mark.parametrize("profile", [*PROFILES, DEFAULT_PROFILE], ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    ("profile", "transport"),
+    [*((p, "http") for p in PROFILES), (DEFAULT_PROFILE, "stdio")],
+    ids=lambda p: p if isinstance(p, str) else p.name,
+)
 async def test_every_answer_is_within_the_walls_of_the_client_that_asked(
-    profile: ClientProfile, estimate_db: Path, stdlib: Path
-) -> None:
+    profile: ClientProfile, transport: str, estimate_db: Path, stdlib: Path,
+    request: pytest.FixtureRequest,
+) -> None:  # fmt: skip
     topics = str(stdlib / "pydoc_data" / "topics.py")
+    url = request.getfixturevalue("walls_url") if transport == "http" else None
     results, stats, logs = await _session_calls(
-        estimate_db, profile.sends or "some-other-agent", topics
+        estimate_db, profile.sends or "some-other-agent", topics, url=url
     )
     assert stats.structured_content["client_profile"] == profile.name
     for result in results:

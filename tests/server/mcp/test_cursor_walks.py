@@ -9,7 +9,9 @@ walked by `cursor` with a small budget, several pages each, and every chunk matc
 (the whole store, or the `file_type` filter's part of it) is accounted for exactly once across
 the pages (`SearchAnswer.accounted_ids()`), none repeated, and the walk ends. A restart: walk
 half over stdio, stop that server process, start a new one on the same store (over HTTP),
-continue with the cursor to the end. ~20 s in all, most of it starting four processes (~4 s each).
+continue with the cursor to the end. Most of the time goes to starting processes (~2 s of CPU
+each), so one HTTP server serves the module's tests that need an HTTP process which was not
+started for them: the HTTP walk, and the second of two processes sharing one walk.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import shutil
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -69,12 +71,37 @@ def walk_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str | 
     }
     store.close()
     assert matching["md"] and matching["md"] < matching[None]
+    shutil.copytree(root / "db", root / "pristine")  # copied before any server opens the store
     return root / "db", matching
+
+
+@pytest.fixture(scope="module")
+def shared_http(walk_db: tuple[Path, dict[str | None, set[str]]]) -> Iterator[str]:
+    """The /mcp URL of a `ragbudget serve --transport http` on the module's store (tests only
+    read it, and each cursor lives in the store, not in a process)."""
+    with (
+        (walk_db[0].parent / "serve.log").open("wb") as log,
+        http_server(["--db", str(walk_db[0])], server_env(), stderr=log) as url,
+    ):
+        yield url
+
+
+@asynccontextmanager
+async def _http_calls(url: str) -> AsyncIterator[Call]:
+    """A `search` caller over a new client session with the HTTP server at `url`."""
+    async with Client(url) as client:
+
+        async def call_http(arguments: dict[str, Any]) -> SearchAnswer:
+            result = await client.call_tool_mcp("search", arguments)
+            assert not result.is_error, result.content
+            return SearchAnswer.model_validate(result.structured_content)
+
+        yield call_http
 
 
 @asynccontextmanager
 async def _server(transport: str, db: Path) -> AsyncIterator[Call]:
-    """A `ragbudget serve` process on `db` over `transport`: yields a `search` caller."""
+    """A new `ragbudget serve` process on `db` over `transport`: yields a `search` caller."""
     args = ["--db", str(db)]
     if transport == "stdio":
         command = serve_command()
@@ -95,14 +122,8 @@ async def _server(transport: str, db: Path) -> AsyncIterator[Call]:
             yield call_stdio
     else:
         with http_server(args, server_env()) as url:
-            async with Client(url) as client:
-
-                async def call_http(arguments: dict[str, Any]) -> SearchAnswer:
-                    result = await client.call_tool_mcp("search", arguments)
-                    assert not result.is_error, result.content
-                    return SearchAnswer.model_validate(result.structured_content)
-
-                yield call_http
+            async with _http_calls(url) as call:
+                yield call
 
 
 async def _pages(
@@ -132,11 +153,26 @@ def _assert_once(seen: Counter[str], expected: set[str], ask: dict[str, Any]) ->
     assert set(seen) == expected, (ask, len(expected - set(seen)), len(set(seen) - expected))
 
 
+@asynccontextmanager
+async def _caller(
+    transport: str, walk_db: tuple[Path, dict[str | None, set[str]]], request: pytest.FixtureRequest
+) -> AsyncIterator[Call]:
+    """A new stdio server process, or a session with the module's HTTP server."""
+    if transport == "stdio":
+        async with _server("stdio", walk_db[0]) as call:
+            yield call
+    else:
+        async with _http_calls(request.getfixturevalue("shared_http")) as call:
+            yield call
+
+
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 async def test_cursor_walks_account_for_every_matching_chunk_once(
-    transport: str, walk_db: tuple[Path, dict[str | None, set[str]]]
+    transport: str,
+    walk_db: tuple[Path, dict[str | None, set[str]]],
+    request: pytest.FixtureRequest,
 ) -> None:
-    async with _server(transport, walk_db[0]) as call:
+    async with _caller(transport, walk_db, request) as call:
         for ask in WALKS:
             seen: Counter[str] = Counter()
             cursor, pages = await _pages(call, ask, seen, None, most=500)
@@ -177,7 +213,7 @@ async def test_another_process_ingests_between_pages(
     server process walks a cursor: every later page says the store changed, and the walk
     accounts for exactly the chunks of its first page's snapshot, none repeated, none new."""
     db = tmp_path / "db"
-    shutil.copytree(walk_db[0], db)
+    shutil.copytree(walk_db[0].with_name("pristine"), db)  # the module's server has walk_db open
     new = tmp_path / "new"
     new.mkdir()
     for f in range(3):
@@ -208,14 +244,14 @@ async def test_another_process_ingests_between_pages(
 
 
 async def test_two_server_processes_share_one_walk(
-    walk_db: tuple[Path, dict[str | None, set[str]]],
+    walk_db: tuple[Path, dict[str | None, set[str]]], shared_http: str
 ) -> None:
     """Two `ragbudget serve` processes on one store at once: a walk whose pages alternate
     between them accounts for every matching chunk once (the cursor is the store's, not a
     process's)."""
     ask = WALKS[1]
     seen: Counter[str] = Counter()
-    async with _server("stdio", walk_db[0]) as one, _server("http", walk_db[0]) as two:
+    async with _server("stdio", walk_db[0]) as one, _http_calls(shared_http) as two:
         cursor: str | None = None
         pages = 0
         for n in range(500):
