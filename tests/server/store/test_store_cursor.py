@@ -168,3 +168,39 @@ def test_ingest_between_pages_keeps_the_snapshot(tmp_path: Path) -> None:
         assert max(seen.values()) == 1 and set(seen) == before  # the snapshot, exactly
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("evidence", [False, True])
+def test_a_page_after_a_change_fits_every_budget_it_can_hold(
+    tmp_path: Path, evidence: bool
+) -> None:
+    """A cursor page after another process's ingest carries the walk's fields (the cursor,
+    `store_changed`): at every budget it either fits them or says the budget is too small, never
+    "could not be fitted" (the page's retries kept back only the excess over the budget, so a
+    page with room to spare came back the same four times)."""
+    src = tmp_path / "src"
+    write_corpus(src, files=4, lines=60, seed=3)
+    store = DocumentStore(path=tmp_path / "db", collection="budgets")
+    store.ingest([src], chunk_tokens=60, overlap=0)
+    ask: dict[str, Any] = {"limit": 5, "format": "json", "concise": True, "evidence": evidence}
+    try:
+        first = store.search("w10 w11", max_tokens=2000, **ask)
+        assert first.next_cursor is not None
+        write_corpus(tmp_path / "more", files=2, lines=60, seed=9)
+        writer = DocumentStore(path=tmp_path / "db", collection="budgets")  # another process
+        writer.ingest([tmp_path / "more"], chunk_tokens=60, overlap=0)
+        writer.close()
+        fitted, refused = 0, []
+        for budget in range(120, 600, 4):
+            try:
+                page = store.search("w10 w11", cursor=first.next_cursor, max_tokens=budget, **ask)
+            except StoreError as exc:
+                refused.append(str(exc))
+                continue
+            assert page.store_changed is True
+            assert store.counter.count(page.to_text()) <= budget
+            fitted += 1
+        assert all("cannot hold" in why for why in refused), refused
+        assert fitted > 100
+    finally:
+        store.close()

@@ -313,7 +313,10 @@ def search_page(
             if grew:
                 save_ranking(backend, key, ranking)
             return final
-        reserve += used - max_tokens + (reserve == 0) * _extra_guess(final, counter)
+        # Keep back at least what the walk's fields added to this page: a page smaller than
+        # its budget would otherwise come back the same while the reserve grows by the excess.
+        more = reserve + used - max_tokens + (reserve == 0) * _extra_guess(final, counter)
+        reserve = max(more, used - response.used_tokens)
     msg = "the search page could not be fitted with its cursor; search again"
     raise StoreError(msg)
 
