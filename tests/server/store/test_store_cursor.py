@@ -201,6 +201,6 @@ def test_a_page_after_a_change_fits_every_budget_it_can_hold(
             assert store.counter.count(page.to_text()) <= budget
             fitted += 1
         assert all("cannot hold" in why for why in refused), refused
-        assert fitted > 100
+        assert fitted > 60  # of 120 budgets: the smallest ones cannot hold a result
     finally:
         store.close()
