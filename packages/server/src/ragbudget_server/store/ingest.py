@@ -232,8 +232,12 @@ def ingest_files(
             return None
         return PlanTask(job.path, job.recipe, complete_hash(held.existing(k)))
 
+    # The hashing embedding is computed with the chunks, here as in the helper (and often while
+    # this process waits for the helper); any other is left to the writer, a batch at a time.
+    embed = backend.embed if hashing else None
+
     def local(task: PlanTask) -> Planned:
-        return prepare(task, setup, counter, None, read_file)  # read_file: this module's
+        return prepare(task, setup, counter, embed, read_file)  # read_file: this module's
 
     planner = Planner(
         len(held.files), task, local, setup=setup, counter_spec=backend.counter_spec,

@@ -55,7 +55,7 @@ class Planner:
     """Plans tasks `0..count-1` (`task(k)`, None for a file left out unread), in the helper when
     it is ready and here otherwise; `get(k)` for each k in order gives its outcome.
 
-    `local(task)` plans one task here (embedding left to the writer); `counter_spec` and
+    `local(task)` plans one task here; `counter_spec` and
     `embed_dim` (None: the writer embeds) are what the helper rebuilds its counter and
     embedding from, and `counter_name` what its counter must be called. Use as a context
     manager: leaving it stops the helper.
