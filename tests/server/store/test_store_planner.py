@@ -55,6 +55,7 @@ def tree(tmp_path: Path, stdlib: Path) -> Path:
 def _helper(monkeypatch: pytest.MonkeyPatch, body: str | None = None) -> None:
     """Every ingest of two files or more gets the helper (`body`: planning changed in it)."""
     monkeypatch.setattr(planner_module, "MIN_FILES", 2)
+    monkeypatch.setattr(planner_module, "MIN_BYTES", 0)
     if body is not None:
         code = CHILD.format(body=body)
         monkeypatch.setattr(planner_module, "_command", lambda: [sys.executable, "-c", code])

@@ -239,8 +239,11 @@ def ingest_files(
     def local(task: PlanTask) -> Planned:
         return prepare(task, setup, counter, embed, read_file)  # read_file: this module's
 
+    size = sum(
+        j.size for j in jobs if j is not None and j.reason is None and j.size <= max_file_bytes
+    )
     planner = Planner(
-        len(held.files), task, local, setup=setup, counter_spec=backend.counter_spec,
+        len(held.files), size, task, local, setup=setup, counter_spec=backend.counter_spec,
         counter_name=counter.name, embed_dim=backend.ef.dim if hashing else None,
     )  # fmt: skip
     total = len(candidates)
@@ -290,6 +293,7 @@ class _Job:
     reason: str | None
     key: tuple[str, bool] | None
     recipe: str
+    size: int
 
 
 def _jobs(
@@ -311,7 +315,8 @@ def _jobs(
         if reason is None and stats.unchanged(source, key):
             jobs.append(None)
         else:
-            jobs.append(_Job(candidate.path, source, reason, key, own))
+            size = int(key[0].split(":", 1)[0]) if key is not None else 0  # stat_key's size
+            jobs.append(_Job(candidate.path, source, reason, key, own, size))
     return jobs
 
 
@@ -394,8 +399,11 @@ def _held(backend: ChromaBackend, sources: list[str]) -> dict[str, dict[str, Met
     return held
 
 
-def _under(source: str, prefixes: list[str]) -> bool:
-    return any(source == p or source.startswith(p.rstrip("/") + "/") for p in prefixes)
+def _under(prefixes: list[str]) -> Callable[[str], bool]:
+    """Whether a source is one of `prefixes` or under one of them."""
+    exact = frozenset(prefixes)
+    folders = tuple(p.rstrip("/") + "/" for p in prefixes)
+    return lambda source: source in exact or source.startswith(folders)
 
 
 def _gone(backend: ChromaBackend, roots: list[Path], kept: set[str]) -> dict[str, list[str]]:
@@ -405,20 +413,20 @@ def _gone(backend: ChromaBackend, roots: list[Path], kept: set[str]) -> dict[str
     Every stored file has a first chunk (writes add it first and delete it last), so the
     first chunks name the sources; when the collection holds more chunks than those say (an
     interrupted write left a file half-changed), every record is read instead."""
-    prefixes = [r.as_posix() for r in roots]
+    under = _under([r.as_posix() for r in roots])
     counts: dict[str, int] = {}
     for _, meta in backend.metadatas({"chunk_index": 0}):
         source, count = str(meta.get("source", "")), meta.get("chunk_count")
         counts[source] = counts.get(source, 0) + (count if isinstance(count, int) else -1)
     held: dict[str, dict[str, Metadata]] = {}
     if sum(counts.values()) == backend.require().count():
-        missing = [s for s in counts if _under(s, prefixes) and s not in kept]
+        missing = [s for s in counts if under(s) and s not in kept]
         for start in range(0, len(missing), 64):
             held.update(_held(backend, missing[start : start + 64]))
     else:
         for id_, meta in backend.metadatas():
             source = str(meta.get("source", ""))
-            if _under(source, prefixes) and source not in kept:
+            if under(source) and source not in kept:
                 held.setdefault(source, {})[id_] = meta
     return {source: _last_first(records) for source, records in held.items()}
 

@@ -22,6 +22,7 @@ import contextlib
 import logging
 import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -32,28 +33,33 @@ from typing import Any
 
 from ragbudget_server.store.records import Planned, PlanSetup, PlanTask, prepare
 
-__all__ = ["MIN_FILES", "WINDOW", "Planner", "helper_wanted"]
+__all__ = ["MIN_BYTES", "MIN_FILES", "WINDOW", "Planner", "helper_wanted"]
 
 logger = logging.getLogger(__name__)
 
 MIN_FILES = 16
 """The fewest files to read for which an ingest starts the helper (a one-file change, and a
 small tree, are planned in the ingest's own process)."""
+MIN_BYTES = 1 << 20
+"""The fewest bytes to read for which an ingest starts the helper (about 700 chunks: seconds of
+planning, against a start-up of a fraction of one)."""
 WINDOW = 32
 """The most files sent to the helper and not yet taken by the ingest."""
 _STOP = "stop"
 _READY = "ready"
 
 
-def helper_wanted(files: int) -> bool:
-    """Whether an ingest that reads `files` files should start the helper: enough of them, on
-    a POSIX system with two cores or more."""
-    return files >= MIN_FILES and os.name == "posix" and (os.cpu_count() or 1) >= 2
+def helper_wanted(files: int, size: int) -> bool:
+    """Whether an ingest that reads `files` files of `size` bytes in all should start the
+    helper: enough of them, on a POSIX system with two cores or more."""
+    enough = files >= MIN_FILES and size >= MIN_BYTES
+    return enough and os.name == "posix" and (os.cpu_count() or 1) >= 2
 
 
 class Planner:
-    """Plans tasks `0..count-1` (`task(k)`, None for a file left out unread), in the helper when
-    it is ready and here otherwise; `get(k)` for each k in order gives its outcome.
+    """Plans tasks `0..count-1` (`task(k)`, None for a file left out unread; `size` bytes to
+    read in all), in the helper when it is ready and here otherwise; `get(k)` for each k in
+    order gives its outcome.
 
     `local(task)` plans one task here; `counter_spec` and
     `embed_dim` (None: the writer embeds) are what the helper rebuilds its counter and
@@ -64,6 +70,7 @@ class Planner:
     def __init__(
         self,
         count: int,
+        size: int,
         task: Callable[[int], PlanTask | None],
         local: Callable[[PlanTask], Planned],
         *,
@@ -85,7 +92,7 @@ class Planner:
         self._proc: subprocess.Popen[bytes] | None = None
         self._inbox: Connection | None = None
         self._outbox: Connection | None = None
-        if counter_spec is not None and helper_wanted(count):
+        if counter_spec is not None and helper_wanted(count, size):
             self._start((setup, counter_spec, counter_name, embed_dim))
 
     def __enter__(self) -> Planner:
@@ -222,6 +229,8 @@ class Planner:
         if inbox is not None:
             inbox.close()
         if proc is not None:
+            if not self._ready:  # still starting: nothing to finish
+                proc.kill()
             try:
                 proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
@@ -286,6 +295,9 @@ def _serve(inbox: Connection, outbox: Connection) -> None:
 
 
 if __name__ == "__main__":
+    # Ctrl-C reaches the whole process group: the ingest stops, closes the pipes, and this
+    # process ends on their end, with no traceback of its own.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _serve(
         Connection(int(sys.argv[1]), writable=False), Connection(int(sys.argv[2]), readable=False)
     )
