@@ -59,7 +59,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(autouse=True)
 def _processes_are_marked(request: pytest.FixtureRequest) -> Iterator[None]:
     """A test not marked `process` that starts one of ours (Python, `ragbudget`, `chroma`)
-    fails and says to mark it: the marks stay true, so `-m "not process"` stays fast."""
+    fails and says to mark it: the marks stay true, so `-m "not process"` stays fast. Such a
+    test's ingests plan every file in their own process (the planning helper is a process;
+    `process` tests of many files get it)."""
     if request.node.get_closest_marker("process") is not None:
         yield
         return
@@ -77,6 +79,7 @@ def _processes_are_marked(request: pytest.FixtureRequest) -> Iterator[None]:
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(subprocess.Popen, "_execute_child", refuse)
+        patch.setattr("ragbudget_server.store.planner.MIN_FILES", sys.maxsize)
         yield
 
 

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from ragbudget_server.store import DocumentStore
 from ragbudget_server.store.hybrid import index_for, rrf
-from ragbudget_server.store.lexical import cjk_bigrams, match_query
+from ragbudget_server.store.lexical import LexicalIndex, cjk_bigrams, match_query
 
 MakeStore = Callable[..., DocumentStore]
 
@@ -89,6 +89,30 @@ def test_the_index_stays_in_step_with_ingest_change_and_prune(
     assert all(
         c[1] != decoder.as_posix() for c in store.candidates("zanzibar_quux", limit=5, hybrid=True)
     )
+
+
+def test_an_ingest_that_writes_nothing_marks_the_index_in_step_without_reading_chroma(
+    tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = DocumentStore(path=tmp_path / "db")
+    store.ingest([corpus])
+    syncs: list[str] = []
+    real = LexicalIndex.sync
+
+    def sync(self: LexicalIndex, collection: object, version: str) -> tuple[int, int]:
+        syncs.append(version)
+        return real(self, collection, version)
+
+    monkeypatch.setattr(LexicalIndex, "sync", sync)
+    assert store.ingest([corpus]).chunks_added == 0
+    assert syncs == [] and store.stats().lexical == "on"
+    # Out of step before (a cut-short ingest): an ingest that writes nothing still syncs.
+    index_for(store._backend).mark_dirty()
+    store.ingest([corpus])
+    assert len(syncs) == 1 and store.stats().lexical == "on"
+    (corpus / "decoder.py").write_text("def zanzibar_quux():\n    return 1\n")
+    store.ingest([corpus])
+    assert len(syncs) == 2 and index_ids(store) == chunk_ids(store)
 
 
 def test_a_cjk_question_finds_its_file(make_store: MakeStore, tmp_path: Path, corpus: Path) -> None:

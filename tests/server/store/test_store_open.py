@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from chromadb.utils.embedding_functions import known_embedding_functions
 from ragbudget_server.store import DocumentStore, HashingEmbedding, StoreError
-from ragbudget_server.store.embedding import features
+from ragbudget_server.store.hashing import features
 
 MakeStore = Callable[..., DocumentStore]
 

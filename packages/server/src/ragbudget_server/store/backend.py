@@ -121,7 +121,11 @@ class ChromaBackend:
         self.name = collection
         self.ef: Any = make_embedding(embedding) if embedding is not None else None
         self._counter_spec = counter
-        self.counter: TokenCounter = get_counter(counter if counter is not None else default_spec())
+        spec = counter if counter is not None else default_spec()
+        self.counter: TokenCounter = get_counter(spec)
+        self.counter_spec: str | None = spec if isinstance(spec, str) else None
+        """The spec `counter` was built from, when it was one (None: a counter object), so that
+        the ingest's planning helper can build the same counter."""
         self._client: Any = None
         self._collection: Any = None
         self._snapshot: Path | None = None  # a read-only store's private copy
@@ -229,7 +233,7 @@ class ChromaBackend:
         recorded = (collection.metadata or {}).get(COUNTER_KEY)
         if self._counter_spec is None and isinstance(recorded, str):
             try:
-                self.counter = get_counter(recorded)
+                self.counter, self.counter_spec = get_counter(recorded), recorded
             except Exception as exc:  # e.g. an hf tokenizer file that is not here
                 logger.warning("cannot rebuild counter %r (%s); using the estimate", recorded, exc)
         return collection

@@ -134,6 +134,7 @@ class _Ignores:
 
     def __init__(self) -> None:
         self._specs: dict[Path, pathspec.GitIgnoreSpec | None] = {}
+        self._chains: dict[tuple[Path, Path], list[tuple[Path, pathspec.GitIgnoreSpec]]] = {}
 
     def _spec(self, folder: Path) -> pathspec.GitIgnoreSpec | None:
         if folder not in self._specs:
@@ -148,19 +149,25 @@ class _Ignores:
             self._specs[folder] = spec
         return self._specs[folder]
 
+    def chain(self, folder: Path, top: Path) -> list[tuple[Path, pathspec.GitIgnoreSpec]]:
+        """The `.gitignore` rules from `folder` up to `top`, deepest first (most folders have
+        none: a file in one is then checked at no cost)."""
+        key = (folder, top)
+        if key not in self._chains:
+            spec = self._spec(folder)
+            own = [(folder, spec)] if spec is not None else []
+            last = folder == top or folder.parent == folder
+            self._chains[key] = own + ([] if last else self.chain(folder.parent, top))
+        return self._chains[key]
+
     def ignored(self, path: Path, top: Path, *, is_dir: bool) -> bool:
         """True when the deepest `.gitignore` with a matching rule (from `top` down) excludes it."""
-        folder = path.parent
-        while True:
-            spec = self._spec(folder)
-            if spec is not None:
-                rel = path.relative_to(folder).as_posix() + ("/" if is_dir else "")
-                include = spec.check_file(rel).include
-                if include is not None:
-                    return bool(include)
-            if folder == top or folder.parent == folder:
-                return False
-            folder = folder.parent
+        for folder, spec in self.chain(path.parent, top):
+            rel = path.relative_to(folder).as_posix() + ("/" if is_dir else "")
+            include = spec.check_file(rel).include
+            if include is not None:
+                return bool(include)
+        return False
 
 
 def _repo_top(start: Path) -> Path:
@@ -208,7 +215,8 @@ def walk(roots: list[Path], *, exclude: Path | None = None) -> Iterator[Candidat
                 path = folder / name
                 if path in seen or name == ".gitignore":
                     continue
-                if ignores.ignored(path, top, is_dir=path.is_dir()):
+                rules = ignores.chain(folder, top)  # is_dir costs a stat: only when needed
+                if rules and ignores.ignored(path, top, is_dir=path.is_dir()):
                     continue
                 seen.add(path)
                 yield Candidate(path, explicit=False, skip=_special(path))

@@ -168,20 +168,32 @@ def proposer(backend: Any) -> Propose | None:
     return propose
 
 
-def before_ingest(backend: Any) -> None:
+def before_ingest(backend: Any) -> str | None:
     """Mark the index out of step before an ingest writes (the ingest's `after_ingest` marks
-    it in step again; a killed ingest leaves it marked, and the next ingest repairs it)."""
-    if backend.open(create=False) is not None:
-        try:
-            index_for(backend).mark_dirty()
-        except (OSError, sqlite3.Error) as exc:
-            logger.warning("cannot mark the lexical index before ingesting: %s", exc)
+    it in step again; a killed ingest leaves it marked, and the next ingest repairs it).
+    Returns the store's version when the index was in step with it until now, else None."""
+    if backend.open(create=False) is None:
+        return None
+    index = index_for(backend)
+    try:
+        state = index.state()
+        version = backend.version()
+        in_step = state.get("clean") == "1" and state.get("version") == version
+        in_step = in_step and state.get("collection") == str(backend.require().id)
+        index.mark_dirty()
+    except (OSError, sqlite3.Error) as exc:
+        logger.warning("cannot mark the lexical index before ingesting: %s", exc)
+        return None
+    return version if in_step else None
 
 
-def after_ingest(backend: Any, wrote: bool) -> None:
+def after_ingest(backend: Any, wrote: bool, in_step: str | None = None) -> None:
     """Bring the index in step with the store after an ingest (the store's version bumped).
-    A failure is a warning: the index stays marked out of step, searches have Chroma check
-    what it proposes, and the next ingest tries again."""
+    An ingest that wrote nothing into an embedded store whose version is still the one the
+    index was in step with before it (`in_step`, from `before_ingest`; ingests into one embedded
+    store take turns) only marks it in step again; any other reads what changed from Chroma.
+    A failure is a warning: the index stays marked out of step, searches have Chroma check what
+    it proposes, and the next ingest tries again."""
     if backend.open(create=False) is None:
         return
     index = index_for(backend)
@@ -190,6 +202,9 @@ def after_ingest(backend: Any, wrote: bool) -> None:
     if not wrote and state.get("clean") == "1" and state.get("version") == version:
         return
     try:
+        quiet = not wrote and in_step == version and backend.server is None
+        if quiet and index.mark_clean(version):
+            return
         added, deleted = index.sync(backend.require(), version)
     except (OSError, sqlite3.Error) as exc:
         logger.warning("the lexical index %s is out of step with the store: %s", index.path, exc)

@@ -1,8 +1,11 @@
 """Ingest: turning files into Chroma records, and writing them so that a crash can never corrupt.
 
-`ingest_files` walks the files under the roots given, plans each file's records against what
-the collection holds for it, and writes the plans in batches (`DocumentStore.ingest` checks
-its arguments and calls it).
+`ingest_files` walks the files under the roots given, stats each one, reads and plans each
+changed file's records (`ragbudget_server.store.records`) against what the collection holds for
+it, and writes the plans in file order, in batches (`DocumentStore.ingest` checks its arguments
+and calls it). With many files to read, the reading, chunking, counting and embedding of the
+next files goes on in a helper process while this one writes (`ragbudget_server.store.planner`);
+what is written, and in which order, is the same.
 
 Each chunk's id hashes its source, its position and its text, so the same file chunked the same
 way gives the same ids: ingesting again writes nothing. Every chunk of a file carries the file's
@@ -17,25 +20,34 @@ end state is the same as an uninterrupted run's, with nothing lost and nothing d
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path, PurePath
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragbudget._shown import shown
-from ragbudget.counters import TokenCounter
 
 from ragbudget_server.store.convert import CONVERTER_VERSION, kind_of
 from ragbudget_server.store.errors import StoreError
-from ragbudget_server.store.files import read_file, walk
+from ragbudget_server.store.files import Candidate, read_file, walk
 from ragbudget_server.store.filestat import FileStats, stat_key
 from ragbudget_server.store.models import FileProblem, IngestReport
-from ragbudget_server.store.pages import chunk_pages, page_starts
 from ragbudget_server.store.paths import user_path
+from ragbudget_server.store.planner import Planner
+from ragbudget_server.store.records import (
+    Metadata,
+    Planned,
+    PlanSetup,
+    PlanTask,
+    Record,
+    complete_hash,
+    file_hash,
+    is_complete,
+    plan_records,
+    prepare,
+)
 
 if TYPE_CHECKING:
     from ragbudget_server.store.backend import ChromaBackend
@@ -60,23 +72,11 @@ logger = logging.getLogger(__name__)
 RECIPE_VERSION = "2"
 """Bumped when chunking or metadata change, so files get re-chunked on the next ingest."""
 
-Metadata = dict[str, Any]
-
 Progress = Callable[[int, int, str], None]
 """`on_progress(done_files, total_files, path)`, called after each file with the path of the
 file read next (the last file's own at the end), so a label names the file being read."""
 Refuse = Callable[[Path], str | None]
 """Why a file found must be left out (None: it may be indexed)."""
-
-
-@dataclass(frozen=True)
-class Record:
-    """One chunk as Chroma stores it, plus the text its embedding is computed from."""
-
-    id: str
-    document: str
-    metadata: Metadata
-    embed_text: str
 
 
 @dataclass
@@ -87,99 +87,6 @@ class FilePlan:
     add: list[Record] = field(default_factory=list)
     update: list[Record] = field(default_factory=list)
     delete: list[str] = field(default_factory=list)
-
-
-def file_hash(data: bytes, recipe: str) -> str:
-    """The hash a complete file's chunks all carry: its bytes and how it was chunked."""
-    digest = hashlib.sha256(recipe.encode("utf-8") + b"\0")
-    digest.update(data)
-    return digest.hexdigest()[:32]
-
-
-def is_complete(existing: Mapping[str, Metadata], fhash: str) -> bool:
-    """True when the records held for a file are exactly its chunks for `fhash`."""
-    if not existing:
-        return False
-    indices = set()
-    for meta in existing.values():
-        if meta.get("file_hash") != fhash or meta.get("chunk_count") != len(existing):
-            return False
-        indices.add(meta.get("chunk_index"))
-    return indices == set(range(len(existing)))
-
-
-def _chunk_id(source: str, index: int, text: str) -> str:
-    digest = hashlib.sha256(f"{source}\0{index}\0".encode())
-    digest.update(text.encode("utf-8"))
-    return digest.hexdigest()[:16]
-
-
-def _file_type(path: PurePath) -> str:
-    suffix = path.suffix.lower().lstrip(".")
-    return suffix or "text"
-
-
-def plan_records(
-    source: str,
-    text: str,
-    fhash: str,
-    *,
-    chunk_tokens: int,
-    overlap: int,
-    counter: TokenCounter,
-    unit: str | None = None,
-) -> list[Record]:
-    """Chunk `text` and build its records, with what `read` needs to rebuild the text exactly.
-
-    `lead` holds any text between the end of what earlier chunks covered and a chunk's start
-    (whitespace a splitter trimmed), and `tail` on the last chunk whatever follows it. `unit`
-    ("page", "slide") is what the text's marker lines count: each chunk then carries its pages
-    (`ragbudget_server.store.pages`).
-    """
-    from ragbudget.chunking import chunk_text
-
-    path = PurePath(source)
-    chunks = chunk_text(
-        text, max_tokens=chunk_tokens, overlap=overlap, counter=counter, path=source
-    )
-    chunks = [c for c in chunks if text[c.start_index : c.end_index].strip()]
-    dirs = [p.as_posix() for p in reversed(path.parents)]
-    header = f"{path.parent.name} {path.stem}\n"  # lets a path's words count in the embedding
-    starts = page_starts(text, unit) if unit else []
-    records: list[Record] = []
-    covered = 0
-    for index, chunk in enumerate(chunks):
-        start, end = chunk.start_index, chunk.end_index
-        document = text[start:end]
-        meta: Metadata = {
-            "source": source,
-            "dirs": dirs,
-            "file_type": _file_type(path),
-            "start_line": chunk.start_line,
-            "end_line": chunk.end_line,
-            "start_index": start,
-            "end_index": end,
-            "chunk_index": index,
-            "chunk_count": len(chunks),
-            "tokens": chunk.tokens,
-            # the text as the JSON of a search response carries it (escaped): lets a search
-            # size its response from stored counts before its one count of the whole
-            "json_tokens": counter.count(json.dumps(document, ensure_ascii=False)[1:-1]),
-            "counter": counter.name,
-            "file_hash": fhash,
-        }
-        if unit:
-            meta["page_unit"] = unit
-            meta.update(chunk_pages(starts, chunk.start_line, chunk.end_line))
-        if start > covered:
-            meta["lead"] = text[covered:start]
-        covered = max(covered, end)
-        if index == len(chunks) - 1 and covered < len(text):
-            meta["tail"] = text[covered:]
-        records.append(
-            Record(_chunk_id(source, index, document), document, meta, header + document)
-        )
-    return records
 
 
 def plan_file(source: str, records: list[Record], existing: Mapping[str, Metadata]) -> FilePlan:
@@ -193,9 +100,7 @@ def plan_file(source: str, records: list[Record], existing: Mapping[str, Metadat
         elif dict(held) != record.metadata:
             # Chroma merges metadata on update: None removes a key the new record lacks.
             gone = {key: None for key in held if key not in record.metadata}
-            plan.update.append(
-                Record(record.id, record.document, {**record.metadata, **gone}, record.embed_text)
-            )
+            plan.update.append(replace(record, metadata={**record.metadata, **gone}, vector=None))
     plan.delete = [i for i in _last_first(existing) if i not in wanted]
     return plan
 
@@ -236,7 +141,7 @@ class Writer:
                 ids=[r.id for r in batch],
                 documents=[r.document for r in batch],
                 metadatas=[r.metadata for r in batch],
-                embeddings=self._embed([r.embed_text for r in batch]),
+                embeddings=self._embeddings(batch),
             )
             self.added += len(batch)
         updates = [r for p in plans for r in p.update]
@@ -251,6 +156,14 @@ class Writer:
             self.deleted += len(deletes[i : i + self._batch])
         for call in done:
             call()
+
+    def _embeddings(self, batch: list[Record]) -> Sequence[Any]:
+        """The batch's embeddings: those the planning helper computed, the rest computed now."""
+        missing = [r.embed_text for r in batch if r.vector is None]
+        if len(missing) == len(batch):
+            return self._embed(missing)
+        made = iter(self._embed(missing) if missing else [])
+        return [r.vector if r.vector is not None else next(made) for r in batch]
 
 
 # -- the walk: files in, a report out ------------------------------------------------------------
@@ -290,9 +203,11 @@ def ingest_files(
     max_document_bytes: int,
 ) -> IngestReport:
     """Chunk and store the text and code files under `roots` (`DocumentStore.ingest`, whose
-    arguments are checked): a file at a time, its plan against what the collection holds,
-    written in batches; with `prune`, the chunks of files under `roots` no longer found go
-    (without it, `sources_stale` counts them)."""
+    arguments are checked): each file stat'ed first, each changed one read and planned against
+    what the collection holds for it (in the planning helper when there are many,
+    `ragbudget_server.store.planner`), the plans written in file order in batches; with
+    `prune`, the chunks of files under `roots` no longer found go (without it, `sources_stale`
+    counts them)."""
     exclude = backend.path.resolve() if backend.path is not None else None
     candidates = list(walk(roots, exclude=exclude))
     collection = backend.open(create=True)
@@ -303,38 +218,50 @@ def ingest_files(
     report = IngestReport(files_seen=len(candidates))
     writer = Writer(collection, backend.embed, batch_size)
     kept: set[str] = set()
+    jobs = _jobs(candidates, stats, refuse, recipe, converted_recipe)
+    held = _HeldAhead(backend, [job.source if job else None for job in jobs])
+    setup = PlanSetup(chunk_tokens, overlap, max_file_bytes, max_document_bytes)
+    counter = backend.counter
+    from ragbudget_server.store.embedding import HashingEmbedding  # Chroma: loaded by now
+
+    hashing = type(backend.ef) is HashingEmbedding
+
+    def task(k: int) -> PlanTask | None:
+        job = jobs[held.files[k]]
+        if job is None or job.reason is not None:
+            return None
+        return PlanTask(job.path, job.recipe, complete_hash(held.existing(k)))
+
+    # The hashing embedding is computed with the chunks, here as in the helper (and often while
+    # this process waits for the helper); any other is left to the writer, a batch at a time.
+    embed = backend.embed if hashing else None
+
+    def local(task: PlanTask) -> Planned:
+        return prepare(task, setup, counter, embed, read_file)  # read_file: this module's
+
+    size = sum(
+        j.size for j in jobs if j is not None and j.reason is None and j.size <= max_file_bytes
+    )
+    planner = Planner(
+        len(held.files), size, task, local, setup=setup, counter_spec=backend.counter_spec,
+        counter_name=counter.name, embed_dim=backend.ef.dim if hashing else None,
+    )  # fmt: skip
     total = len(candidates)
-    for start in range(0, total, 64):
-        group = candidates[start : start + 64]
-        keys: dict[str, tuple[str, bool] | None] = {}
-        for candidate in group:  # stat first: a file seen as it was stored is not read
-            if candidate.skip is None:
-                source = candidate.path.as_posix()
-                own = converted_recipe if kind_of(candidate.path) is not None else recipe
-                keys[source] = stat_key(candidate.path, own)
-        unchanged = {s for s, key in keys.items() if stats.unchanged(s, key)}
-        held = _held(
-            backend, [c.path.as_posix() for c in group if c.path.as_posix() not in unchanged]
-        )
-        for i, candidate in enumerate(group, start=start + 1):
+    with planner:
+        k = 0
+        for i, (candidate, job) in enumerate(zip(candidates, jobs, strict=True), start=1):
             source = candidate.path.as_posix()
-            reason = candidate.skip
-            if reason is None and refuse is not None:
-                reason = refuse(candidate.path)
-            if reason is None and source in unchanged:
+            if job is None:  # stat first: a file seen as it was stored is not read
                 kept.add(source)
                 report.files_unchanged += 1
             else:
-                _ingest_one(
-                    candidate.path, reason, held.get(source, {}), keys.get(source), writer,
-                    stats, report, kept, chunk_tokens=chunk_tokens, overlap=overlap,
-                    counter=backend.counter, recipe=recipe, converted_recipe=converted_recipe,
-                    max_file_bytes=max_file_bytes, max_document_bytes=max_document_bytes,
-                )  # fmt: skip
+                _apply(job, planner.get(k), held.existing(k), writer, stats, report, kept)
+                held.done(k)
+                k += 1
             if on_progress is not None:
                 following = candidates[i].path.as_posix() if i < total else source
                 on_progress(i, total, following)
-    writer.flush()
+        writer.flush()
     report.chunks_added, report.chunks_deleted = writer.added, writer.deleted
     left_out = {p.path: p.reason for p in report.files_skipped}
     left_out.update({p.path: f"unreadable: {p.reason}" for p in report.errors})
@@ -356,37 +283,87 @@ def ingest_files(
     return report
 
 
-def _ingest_one(
-    path: Path,
-    reason: str | None,
+@dataclass(frozen=True)
+class _Job:
+    """A file whose stat is not the one stored: why it is left out unread, if it is, its stat
+    key, and its chunking recipe."""
+
+    path: Path
+    source: str
+    reason: str | None
+    key: tuple[str, bool] | None
+    recipe: str
+    size: int
+
+
+def _jobs(
+    candidates: list[Candidate],
+    stats: FileStats,
+    refuse: Refuse | None,
+    recipe: str,
+    converted_recipe: str,
+) -> list[_Job | None]:
+    """Each candidate's job, None for a file unchanged by its stat (it is not read)."""
+    jobs: list[_Job | None] = []
+    for candidate in candidates:
+        source = candidate.path.as_posix()
+        reason = candidate.skip
+        if reason is None and refuse is not None:
+            reason = refuse(candidate.path)
+        own = converted_recipe if kind_of(candidate.path) is not None else recipe
+        key = stat_key(candidate.path, own) if candidate.skip is None else None
+        if reason is None and stats.unchanged(source, key):
+            jobs.append(None)
+        else:
+            size = int(key[0].split(":", 1)[0]) if key is not None else 0  # stat_key's size
+            jobs.append(_Job(candidate.path, source, reason, key, own, size))
+    return jobs
+
+
+class _HeldAhead:
+    """What the collection holds for each file to read, fetched 64 files at a time as the
+    planning reaches them (the ingest's files k, in order; `done(k)` lets it go)."""
+
+    def __init__(self, backend: ChromaBackend, sources: list[str | None]) -> None:
+        self._backend = backend
+        self.files = [i for i, s in enumerate(sources) if s is not None]
+        self._sources = [s for s in sources if s is not None]
+        self._blocks: dict[int, dict[str, dict[str, Metadata]]] = {}
+
+    def existing(self, k: int) -> dict[str, Metadata]:
+        block = k // _HELD_BLOCK
+        if block not in self._blocks:
+            start = block * _HELD_BLOCK
+            self._blocks[block] = _held(self._backend, self._sources[start : start + _HELD_BLOCK])
+        return self._blocks[block].get(self._sources[k], {})
+
+    def done(self, k: int) -> None:
+        if (k + 1) % _HELD_BLOCK == 0:
+            self._blocks.pop(k // _HELD_BLOCK, None)
+
+
+_HELD_BLOCK = 64
+
+
+def _apply(
+    job: _Job,
+    planned: Planned | None,
     existing: dict[str, Metadata],
-    key: tuple[str, bool] | None,
     writer: Writer,
     stats: FileStats,
     report: IngestReport,
     kept: set[str],
-    *,
-    chunk_tokens: int,
-    overlap: int,
-    counter: TokenCounter,
-    recipe: str,
-    converted_recipe: str,
-    max_file_bytes: int,
-    max_document_bytes: int,
 ) -> None:
-    """Read one file whose stat is not the one stored, and plan what to write for it."""
-    source = path.as_posix()
+    """Report one file read (or left out unread) and queue what to write for it."""
+    source = job.source
     stats.forget(source)  # recorded again once what it holds now is written
-    try:
-        text, data, reason = (
-            (None, None, reason)
-            if reason is not None
-            else read_file(path, max_file_bytes, max_document_bytes)
-        )
-    except OSError as exc:
-        report.errors.append(FileProblem(path=source, reason=str(exc)))
+    reason = job.reason
+    if planned is not None and planned.error is not None:
+        report.errors.append(FileProblem(path=source, reason=planned.error))
         kept.add(source)  # unreadable now is not gone: never pruned
         return
+    if reason is None and planned is not None:
+        reason = planned.skipped
     if reason is not None:
         report.files_skipped.append(FileProblem(path=source, reason=reason))
         if existing:  # indexed before, unindexable now: its old text must go
@@ -394,19 +371,15 @@ def _ingest_one(
             removed = f"{reason}; its {len(existing)} stored chunks were removed"
             report.files_removed.append(FileProblem(path=source, reason=removed))
         return
-    if text is None or data is None:
+    if planned is None or planned.fhash is None:
         return
     kept.add(source)
-    fhash = file_hash(data, converted_recipe if kind_of(path) is not None else recipe)
-    if is_complete(existing, fhash):
+    if planned.unchanged:
         report.files_unchanged += 1
-        stats.record(source, key)
+        stats.record(source, job.key)
         return
-    records = plan_records(
-        source, text.text, fhash, chunk_tokens=chunk_tokens, overlap=overlap, counter=counter,
-        unit=text.unit,
-    )  # fmt: skip
-    plan = plan_file(source, records, existing)
+    plan = plan_file(source, planned.records, existing)
+    key = job.key
     writer.push(plan, lambda: stats.record(source, key))
     report.files_ingested += 1
 
@@ -426,8 +399,11 @@ def _held(backend: ChromaBackend, sources: list[str]) -> dict[str, dict[str, Met
     return held
 
 
-def _under(source: str, prefixes: list[str]) -> bool:
-    return any(source == p or source.startswith(p.rstrip("/") + "/") for p in prefixes)
+def _under(prefixes: list[str]) -> Callable[[str], bool]:
+    """Whether a source is one of `prefixes` or under one of them."""
+    exact = frozenset(prefixes)
+    folders = tuple(p.rstrip("/") + "/" for p in prefixes)
+    return lambda source: source in exact or source.startswith(folders)
 
 
 def _gone(backend: ChromaBackend, roots: list[Path], kept: set[str]) -> dict[str, list[str]]:
@@ -437,20 +413,20 @@ def _gone(backend: ChromaBackend, roots: list[Path], kept: set[str]) -> dict[str
     Every stored file has a first chunk (writes add it first and delete it last), so the
     first chunks name the sources; when the collection holds more chunks than those say (an
     interrupted write left a file half-changed), every record is read instead."""
-    prefixes = [r.as_posix() for r in roots]
+    under = _under([r.as_posix() for r in roots])
     counts: dict[str, int] = {}
     for _, meta in backend.metadatas({"chunk_index": 0}):
         source, count = str(meta.get("source", "")), meta.get("chunk_count")
         counts[source] = counts.get(source, 0) + (count if isinstance(count, int) else -1)
     held: dict[str, dict[str, Metadata]] = {}
     if sum(counts.values()) == backend.require().count():
-        missing = [s for s in counts if _under(s, prefixes) and s not in kept]
+        missing = [s for s in counts if under(s) and s not in kept]
         for start in range(0, len(missing), 64):
             held.update(_held(backend, missing[start : start + 64]))
     else:
         for id_, meta in backend.metadatas():
             source = str(meta.get("source", ""))
-            if _under(source, prefixes) and source not in kept:
+            if under(source) and source not in kept:
                 held.setdefault(source, {})[id_] = meta
     return {source: _last_first(records) for source, records in held.items()}
 

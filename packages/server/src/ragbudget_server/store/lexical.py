@@ -235,6 +235,19 @@ class LexicalIndex:
             with self._write() as db:
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('clean', '0')")
 
+    def mark_clean(self, version: str) -> bool:
+        """After an ingest that wrote nothing: in step again when the index holds `version`'s
+        chunks (the store's version it was in step with before the ingest marked it); False
+        when it does not (then only `sync` brings it in step)."""
+        if not self.exists():
+            return False
+        with self._write() as db:
+            got = db.execute("SELECT value FROM meta WHERE key = 'version'").fetchone()
+            if got is None or got[0] != version:
+                return False
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('clean', '1')")
+        return True
+
     def sync(self, collection: Any, version: str) -> tuple[int, int]:
         """Make the index hold exactly `collection`'s chunks; record `version`. Returns how
         many chunks it added and deleted."""

@@ -19,8 +19,8 @@ from typing import Any, TypeVar
 from ragbudget.counters import LazyCounts, TokenCounter
 from ragbudget.fitting import Fitted, cut_text, largest_prefix, least_budget, stated_count
 
-from ragbudget_server.store.embedding import features
 from ragbudget_server.store.errors import StoreError
+from ragbudget_server.store.hashing import features
 from ragbudget_server.store.models import (
     Format,
     ReadResponse,

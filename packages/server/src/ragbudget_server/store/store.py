@@ -231,7 +231,7 @@ class DocumentStore:
         wrote = True  # until the report says otherwise: a failed ingest may have written
         if self._backend.open(create=False) is not None:
             freeze_cursors(self._backend)  # walks past their ranked ids keep to today's chunks
-        _hybrid.before_ingest(self._backend)
+        in_step = _hybrid.before_ingest(self._backend)
         try:
             report = _ingest.ingest_files(
                 self._backend, roots, chunk_tokens=chunk_tokens, overlap=overlap, prune=prune,
@@ -244,7 +244,7 @@ class DocumentStore:
             self._sources = None  # the documents stored may have changed
             if wrote and self._backend.open(create=False) is not None:
                 self._backend.bump_version()  # search cursors see the store changed
-            _hybrid.after_ingest(self._backend, wrote)  # the lexical index, in step again
+            _hybrid.after_ingest(self._backend, wrote, in_step)  # the lexical index, in step
 
     # -- search and read ------------------------------------------------------------------------
 
