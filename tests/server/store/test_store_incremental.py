@@ -143,13 +143,13 @@ def test_deleted_file_is_pruned_and_forgotten(tmp_path: Path, corpus: Path) -> N
 def full_queries(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """One entry per ingest that asked Chroma for every source (to find gone files)."""
     calls: list[int] = []
-    real = ingest_module._gone
+    real = ingest_module.gone_by_query
 
     def spy(*args: Any) -> Any:
         calls.append(1)
         return real(*args)
 
-    monkeypatch.setattr(ingest_module, "_gone", spy)
+    monkeypatch.setattr(ingest_module, "gone_by_query", spy)
     return calls
 
 

@@ -34,6 +34,14 @@ from ragbudget_server.store.convert import CONVERTER_VERSION, kind_of
 from ragbudget_server.store.errors import StoreError
 from ragbudget_server.store.files import Candidate, read_file, walk
 from ragbudget_server.store.filestat import FileStats, stat_key
+from ragbudget_server.store.held import (
+    HELD_BLOCK,
+    gone_by_query,
+    held_in_blocks,
+    held_records,
+    last_first,
+    under,
+)
 from ragbudget_server.store.models import FileProblem, IngestReport
 from ragbudget_server.store.paths import user_path
 from ragbudget_server.store.planner import Planner
@@ -103,7 +111,7 @@ def plan_file(source: str, records: list[Record], existing: Mapping[str, Metadat
             # Chroma merges metadata on update: None removes a key the new record lacks.
             gone = {key: None for key in held if key not in record.metadata}
             plan.update.append(replace(record, metadata={**record.metadata, **gone}, vector=None))
-    plan.delete = [i for i in _last_first(existing) if i not in wanted]
+    plan.delete = [i for i in last_first(existing) if i not in wanted]
     return plan
 
 
@@ -295,14 +303,14 @@ def ingest_files(
     left_out = {p.path: p.reason for p in report.files_skipped}
     left_out.update({p.path: f"unreadable: {p.reason}" for p in report.errors})
     backend.record_skipped(roots, left_out)
-    under = _under([r.as_posix() for r in roots])
+    below = under([r.as_posix() for r in roots])
     seen = {c.path.as_posix() for c in candidates}
-    stats.forget_left_out(lambda source: source in seen or not under(source))
+    stats.forget_left_out(lambda source: source in seen or not below(source))
     if stats.sources is not None:  # the table knows the sources: only the missing are read
-        missing = [s for s in sorted(stats.sources) if under(s) and s not in kept]
-        gone = {s: _last_first(r) for s, r in _held_in_blocks(backend, missing).items()}
+        missing = [s for s in sorted(stats.sources) if below(s) and s not in kept]
+        gone = {s: last_first(r) for s, r in held_in_blocks(backend, missing).items()}
     else:
-        gone, sources = _gone(backend, roots, kept)
+        gone, sources = gone_by_query(backend, roots, kept)
         stats.known(sources)
     if prune:
         report.sources_pruned, pruned_chunks = _prune(backend, gone, changes)
@@ -386,18 +394,17 @@ class _HeldAhead:
         self._blocks: dict[int, dict[str, dict[str, Metadata]]] = {}
 
     def existing(self, k: int) -> dict[str, Metadata]:
-        block = k // _HELD_BLOCK
+        block = k // HELD_BLOCK
         if block not in self._blocks:
-            start = block * _HELD_BLOCK
-            self._blocks[block] = _held(self._backend, self._sources[start : start + _HELD_BLOCK])
+            start = block * HELD_BLOCK
+            self._blocks[block] = held_records(
+                self._backend, self._sources[start : start + HELD_BLOCK]
+            )
         return self._blocks[block].get(self._sources[k], {})
 
     def done(self, k: int) -> None:
-        if (k + 1) % _HELD_BLOCK == 0:
-            self._blocks.pop(k // _HELD_BLOCK, None)
-
-
-_HELD_BLOCK = 64
+        if (k + 1) % HELD_BLOCK == 0:
+            self._blocks.pop(k // HELD_BLOCK, None)
 
 
 def _apply(
@@ -422,7 +429,7 @@ def _apply(
     if reason is not None:
         report.files_skipped.append(FileProblem(path=source, reason=reason))
         if existing:  # indexed before, unindexable now: its old text must go
-            writer.push(FilePlan(source, delete=_last_first(existing)))
+            writer.push(FilePlan(source, delete=last_first(existing)))
             stats.dropped(source)
             removed = f"{reason}; its {len(existing)} stored chunks were removed"
             report.files_removed.append(FileProblem(path=source, reason=removed))
@@ -442,64 +449,6 @@ def _apply(
     stats.stored(source)
     writer.push(plan, lambda: stats.record(source, key))
     report.files_ingested += 1
-
-
-def _last_first(existing: Mapping[str, Metadata]) -> list[str]:
-    """Ids to delete, a file's first chunk last: a file with chunks left has its first."""
-    return sorted(existing, key=lambda i: (existing[i].get("chunk_index") == 0, i))
-
-
-def _held(backend: ChromaBackend, sources: list[str]) -> dict[str, dict[str, Metadata]]:
-    """What the collection holds for each of `sources`: id -> metadata."""
-    held: dict[str, dict[str, Metadata]] = {}
-    if not sources:
-        return held
-    for id_, meta in backend.metadatas({"source": {"$in": sources}}):
-        held.setdefault(str(meta.get("source")), {})[id_] = meta
-    return held
-
-
-def _under(prefixes: list[str]) -> Callable[[str], bool]:
-    """Whether a source is one of `prefixes` or under one of them."""
-    exact = frozenset(prefixes)
-    folders = tuple(p.rstrip("/") + "/" for p in prefixes)
-    return lambda source: source in exact or source.startswith(folders)
-
-
-def _held_in_blocks(backend: ChromaBackend, sources: list[str]) -> dict[str, dict[str, Metadata]]:
-    """`_held` of `sources`, 64 at a time."""
-    held: dict[str, dict[str, Metadata]] = {}
-    for start in range(0, len(sources), _HELD_BLOCK):
-        held.update(_held(backend, sources[start : start + _HELD_BLOCK]))
-    return held
-
-
-def _gone(
-    backend: ChromaBackend, roots: list[Path], kept: set[str]
-) -> tuple[dict[str, list[str]], set[str]]:
-    """The chunk ids of each document under `roots` whose file was not found this time, its
-    first chunk last; and every source the collection holds.
-
-    Every stored file has a first chunk (writes add it first and delete it last), so the
-    first chunks name the sources; when the collection holds more chunks than those say (an
-    interrupted write left a file half-changed), every record is read instead."""
-    under = _under([r.as_posix() for r in roots])
-    counts: dict[str, int] = {}
-    for _, meta in backend.metadatas({"chunk_index": 0}):
-        source, count = str(meta.get("source", "")), meta.get("chunk_count")
-        counts[source] = counts.get(source, 0) + (count if isinstance(count, int) else -1)
-    held: dict[str, dict[str, Metadata]] = {}
-    if sum(counts.values()) == backend.require().count():
-        sources = set(counts)
-        held = _held_in_blocks(backend, [s for s in counts if under(s) and s not in kept])
-    else:
-        sources = set()
-        for id_, meta in backend.metadatas():
-            source = str(meta.get("source", ""))
-            sources.add(source)
-            if under(source) and source not in kept:
-                held.setdefault(source, {})[id_] = meta
-    return {source: _last_first(records) for source, records in held.items()}, sources
 
 
 def _prune(
