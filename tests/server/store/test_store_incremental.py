@@ -137,3 +137,107 @@ def test_deleted_file_is_pruned_and_forgotten(tmp_path: Path, corpus: Path) -> N
     held = json.loads((db / "ragbudget-files-documents.json").read_text(encoding="utf-8"))
     assert not any(p.endswith("/tool.py") for p in held["files"])
     assert (corpus / "tool.py").as_posix() not in store.sources()
+
+
+@pytest.fixture
+def full_queries(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """One entry per ingest that asked Chroma for every source (to find gone files)."""
+    calls: list[int] = []
+    real = ingest_module.gone_by_query
+
+    def spy(*args: Any) -> Any:
+        calls.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(ingest_module, "gone_by_query", spy)
+    return calls
+
+
+def test_a_deleted_file_is_pruned_from_the_sources_the_table_knows(
+    tmp_path: Path, corpus: Path, full_queries: list[int]
+) -> None:
+    _age(corpus)
+    store = DocumentStore(path=tmp_path / "db")
+    store.ingest([corpus])
+    assert full_queries == [1]  # a new table: the sources come from Chroma
+    assert store.ingest([corpus]).sources_stale == 0
+    (corpus / "tool.py").unlink()
+    assert store.ingest([corpus]).sources_stale == 1
+    report = store.ingest([corpus], prune=True)
+    assert report.sources_pruned == 1 and report.chunks_deleted > 0
+    assert full_queries == [1]  # each later ingest knew the sources from the table
+    assert (corpus / "tool.py").as_posix() not in store.sources()
+    assert store.ingest([corpus], prune=True).sources_pruned == 0
+
+
+def test_a_store_written_since_the_table_was_saved_is_asked_for_its_sources(
+    tmp_path: Path, corpus: Path, full_queries: list[int]
+) -> None:
+    _age(corpus)
+    db = tmp_path / "db"
+    DocumentStore(path=db).ingest([corpus])
+    table = db / "ragbudget-files-documents.json"
+    saved = table.read_text(encoding="utf-8")
+    extra = corpus / "extra.py"
+    extra.write_text("def extra_function():\n    return 42\n", encoding="utf-8")
+    _age(corpus)
+    assert DocumentStore(path=db).ingest([corpus]).files_ingested == 1  # another process
+    table.write_text(saved, encoding="utf-8")  # ... whose table was not saved (killed, older)
+    extra.unlink()
+    full_queries.clear()
+    store = DocumentStore(path=db)
+    report = store.ingest([corpus], prune=True)
+    assert full_queries == [1] and report.sources_pruned == 1
+    assert extra.as_posix() not in store.sources()
+
+
+def test_a_record_written_straight_into_chroma_is_still_pruned(
+    tmp_path: Path, corpus: Path, full_queries: list[int]
+) -> None:
+    _age(corpus)
+    store = DocumentStore(path=tmp_path / "db")
+    store.ingest([corpus])
+    ghost = (corpus / "ghost.py").as_posix()
+    other = DocumentStore(path=tmp_path / "db")  # another writer that keeps no table
+    dim = len(other.collection.get(limit=1, include=["embeddings"])["embeddings"][0])
+    other.collection.add(
+        ids=["ghost-0"], documents=["def ghost():\n    pass\n"], embeddings=[[0.5] * dim],
+        metadatas=[{"source": ghost, "chunk_index": 0, "chunk_count": 1}],
+    )  # fmt: skip
+    other.close()
+    full_queries.clear()
+    report = store.ingest([corpus], prune=True)
+    assert full_queries == [1] and report.sources_pruned == 1
+    assert ghost not in store.sources()
+
+
+def test_a_file_left_out_is_not_read_again_until_it_changes(
+    tmp_path: Path, corpus: Path, reads: list[str]
+) -> None:
+    (corpus / "empty.py").write_text("  \n", encoding="utf-8")
+    (corpus / "blob.txt").write_bytes(b"\x00\x01\x02 not text \xff" * 64)
+    cap = max(p.stat().st_size for p in corpus.iterdir())
+    (corpus / "big.py").write_text("x = 1\n" * (cap // 6 + 1), encoding="utf-8")
+    _age(corpus)
+    store = DocumentStore(path=tmp_path / "db")
+    first = store.ingest([corpus], max_file_bytes=cap)
+    left_out = {Path(p.path).name: p.reason for p in first.files_skipped}
+    assert sorted(left_out) == ["big.py", "blob.txt", "empty.py"]
+    reads.clear()
+    again = store.ingest([corpus], max_file_bytes=cap)
+    assert reads == []  # neither read nor stat'ed beyond the walk's stat
+    assert {Path(p.path).name: p.reason for p in again.files_skipped} == left_out
+    assert again.files_unchanged + len(left_out) == again.files_seen
+    reads.clear()  # other size caps: the files left out are read again
+    bigger = store.ingest([corpus], max_file_bytes=2 * cap)
+    assert sorted(reads) == sorted(left_out) and bigger.files_ingested == 1
+    (corpus / "empty.py").write_text("def now_full():\n    return 1\n", encoding="utf-8")
+    _age(corpus)
+    reads.clear()
+    changed = store.ingest([corpus], max_file_bytes=2 * cap)
+    assert reads == ["empty.py"] and changed.files_ingested == 1
+    assert sorted(Path(p.path).name for p in changed.files_skipped) == ["blob.txt"]
+    (corpus / "blob.txt").unlink()
+    store.ingest([corpus], max_file_bytes=2 * cap)
+    held = json.loads((tmp_path / "db" / "ragbudget-files-documents.json").read_text())
+    assert held["skipped"] == {}  # a gone file's entry goes

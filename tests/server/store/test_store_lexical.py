@@ -111,8 +111,9 @@ def test_an_ingest_that_writes_nothing_marks_the_index_in_step_without_reading_c
     store.ingest([corpus])
     assert len(syncs) == 1 and store.stats().lexical == "on"
     (corpus / "decoder.py").write_text("def zanzibar_quux():\n    return 1\n")
-    store.ingest([corpus])
-    assert len(syncs) == 2 and index_ids(store) == chunk_ids(store)
+    store.ingest([corpus])  # in step before: the change alone is applied (no sync)
+    assert len(syncs) == 1 and index_ids(store) == chunk_ids(store)
+    assert store.stats().lexical == "on"
 
 
 def test_a_cjk_question_finds_its_file(make_store: MakeStore, tmp_path: Path, corpus: Path) -> None:
@@ -223,3 +224,58 @@ def test_the_command_line_flag_picks_the_ranking(
     result = CliRunner().invoke(app, ["search", "decode", "--db", db, "--explain", *flag])
     assert result.exit_code == 0, result.output
     assert asked == [hybrid, hybrid]
+
+
+@pytest.fixture
+def syncs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The versions each full sync of a lexical index was asked for."""
+    seen: list[str] = []
+    real = LexicalIndex.sync
+
+    def sync(self: LexicalIndex, collection: object, version: str) -> tuple[int, int]:
+        seen.append(version)
+        return real(self, collection, version)
+
+    monkeypatch.setattr(LexicalIndex, "sync", sync)
+    return seen
+
+
+def test_an_index_in_step_applies_an_ingest_s_own_writes_alone(
+    tmp_path: Path, corpus: Path, syncs: list[str]
+) -> None:
+    store = DocumentStore(path=tmp_path / "db")
+    store.ingest([corpus])
+    assert len(syncs) == 1  # a new index: built from every id
+    decoder = corpus / "decoder.py"
+    decoder.write_text(decoder.read_text() + "\n\ndef zanzibar_quux():\n    return 1\n")
+    write(corpus, {"fresh.py": "def brand_new_thing():\n    return 2\n"})
+    store.ingest([corpus])
+    assert index_ids(store) == chunk_ids(store)
+    (corpus / "scanner.py").unlink()
+    store.ingest([corpus], prune=True)
+    assert index_ids(store) == chunk_ids(store)
+    assert len(syncs) == 1 and store.stats().lexical == "on"
+    assert store.candidates("zanzibar_quux", limit=1, hybrid=True)[0][1] == decoder.as_posix()
+
+
+def test_an_index_out_of_step_with_chroma_is_synced_in_full(
+    tmp_path: Path, corpus: Path, syncs: list[str]
+) -> None:
+    store = DocumentStore(path=tmp_path / "db")
+    store.ingest([corpus])
+    other = DocumentStore(path=tmp_path / "db")  # another writer: no version bump, no index
+    dim = len(other.collection.get(limit=1, include=["embeddings"])["embeddings"][0])
+    other.collection.add(
+        ids=["ghost-0"], documents=["def ghost_words():\n    pass\n"], embeddings=[[0.5] * dim],
+        metadatas=[{"source": (tmp_path / "ghost.py").as_posix(), "chunk_index": 0,
+                    "chunk_count": 1}],
+    )  # fmt: skip
+    other.close()
+    (corpus / "decoder.py").write_text("def zanzibar_quux():\n    return 1\n")
+    store.ingest([corpus])  # the writes alone would leave the index one chunk short
+    assert len(syncs) == 2 and "ghost-0" in index_ids(store)
+    assert index_ids(store) == chunk_ids(store)
+    # An index that no longer records the version it was in step with is synced in full too.
+    index = index_for(store._backend)
+    assert index.apply(store.collection, "next", "not-its-version", {}) is None
+    assert index.state()["clean"] == "1" and index_ids(store) == chunk_ids(store)

@@ -187,11 +187,15 @@ def before_ingest(backend: Any) -> str | None:
     return version if in_step else None
 
 
-def after_ingest(backend: Any, wrote: bool, in_step: str | None = None) -> None:
+def after_ingest(
+    backend: Any, wrote: bool, in_step: str | None = None, changes: dict[str, bool] | None = None
+) -> None:
     """Bring the index in step with the store after an ingest (the store's version bumped).
     An ingest that wrote nothing into an embedded store whose version is still the one the
     index was in step with before it (`in_step`, from `before_ingest`; ingests into one embedded
-    store take turns) only marks it in step again; any other reads what changed from Chroma.
+    store take turns) only marks it in step again; one that ran to its end and says which ids
+    it wrote (`changes`: for each, whether it is stored now) has the index apply those alone
+    (`LexicalIndex.apply`); any other reads every id from Chroma (`LexicalIndex.sync`).
     A failure is a warning: the index stays marked out of step, searches have Chroma check what
     it proposes, and the next ingest tries again."""
     if backend.open(create=False) is None:
@@ -205,7 +209,10 @@ def after_ingest(backend: Any, wrote: bool, in_step: str | None = None) -> None:
         quiet = not wrote and in_step == version and backend.server is None
         if quiet and index.mark_clean(version):
             return
-        added, deleted = index.sync(backend.require(), version)
+        applied = None
+        if changes is not None and in_step is not None and backend.server is None:
+            applied = index.apply(backend.require(), version, in_step, changes)
+        added, deleted = applied or index.sync(backend.require(), version)
     except (OSError, sqlite3.Error) as exc:
         logger.warning("the lexical index %s is out of step with the store: %s", index.path, exc)
         return

@@ -29,10 +29,19 @@ from typing import TYPE_CHECKING, Any
 
 from ragbudget._shown import shown
 
+from ragbudget_server.store import live
 from ragbudget_server.store.convert import CONVERTER_VERSION, kind_of
 from ragbudget_server.store.errors import StoreError
 from ragbudget_server.store.files import Candidate, read_file, walk
 from ragbudget_server.store.filestat import FileStats, stat_key
+from ragbudget_server.store.held import (
+    HELD_BLOCK,
+    gone_by_query,
+    held_in_blocks,
+    held_records,
+    last_first,
+    under,
+)
 from ragbudget_server.store.models import FileProblem, IngestReport
 from ragbudget_server.store.paths import user_path
 from ragbudget_server.store.planner import Planner
@@ -54,6 +63,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RECIPE_VERSION",
+    "Changes",
     "FilePlan",
     "Progress",
     "Record",
@@ -101,18 +111,35 @@ def plan_file(source: str, records: list[Record], existing: Mapping[str, Metadat
             # Chroma merges metadata on update: None removes a key the new record lacks.
             gone = {key: None for key in held if key not in record.metadata}
             plan.update.append(replace(record, metadata={**record.metadata, **gone}, vector=None))
-    plan.delete = [i for i in _last_first(existing) if i not in wanted]
+    plan.delete = [i for i in last_first(existing) if i not in wanted]
     return plan
 
 
 Embed = Callable[[list[str]], Sequence[Any]]
 
 
+@dataclass
+class Changes:
+    """The chunk ids an ingest added and deleted (for each id, whether its last write left it
+    in the collection), and whether the ingest ran to its end: what the lexical index applies
+    when it was in step before (`hybrid.after_ingest`)."""
+
+    present: dict[str, bool] = field(default_factory=dict)
+    complete: bool = False
+
+    def note(self, ids: Sequence[str], *, present: bool) -> None:
+        for id_ in ids:
+            self.present[id_] = present
+
+
 class Writer:
     """Buffers file plans and writes them in batches, each file add-first, delete-last."""
 
-    def __init__(self, collection: Any, embed: Embed, batch_size: int) -> None:
+    def __init__(
+        self, collection: Any, embed: Embed, batch_size: int, changes: Changes | None = None
+    ) -> None:
         self._collection = collection
+        self._changes = changes
         self._embed = embed
         self._batch = max(1, batch_size)
         self._pending: list[FilePlan] = []
@@ -144,6 +171,8 @@ class Writer:
                 embeddings=self._embeddings(batch),
             )
             self.added += len(batch)
+            if self._changes is not None:
+                self._changes.note([r.id for r in batch], present=True)
         updates = [r for p in plans for r in p.update]
         for i in range(0, len(updates), self._batch):
             batch = updates[i : i + self._batch]
@@ -154,6 +183,8 @@ class Writer:
         for i in range(0, len(deletes), self._batch):
             self._collection.delete(ids=deletes[i : i + self._batch])
             self.deleted += len(deletes[i : i + self._batch])
+            if self._changes is not None:
+                self._changes.note(deletes[i : i + self._batch], present=False)
         for call in done:
             call()
 
@@ -201,13 +232,15 @@ def ingest_files(
     batch_size: int,
     refuse: Refuse | None,
     max_document_bytes: int,
+    changes: Changes | None = None,
 ) -> IngestReport:
     """Chunk and store the text and code files under `roots` (`DocumentStore.ingest`, whose
     arguments are checked): each file stat'ed first, each changed one read and planned against
     what the collection holds for it (in the planning helper when there are many,
     `ragbudget_server.store.planner`), the plans written in file order in batches; with
     `prune`, the chunks of files under `roots` no longer found go (without it, `sources_stale`
-    counts them)."""
+    counts them). `changes`, when given, notes the chunk ids written, and is marked complete at
+    the end."""
     exclude = backend.path.resolve() if backend.path is not None else None
     candidates = list(walk(roots, exclude=exclude))
     collection = backend.open(create=True)
@@ -215,11 +248,13 @@ def ingest_files(
     recipe = f"{RECIPE_VERSION}:{chunk_tokens}:{overlap}:{backend.counter.name}"
     converted_recipe = f"{recipe}:{CONVERTER_VERSION}"  # a document's reader's version counts
     stats = FileStats(backend.path, backend.name, str(collection.id))
+    stats.trust(live.records_signature(backend.path) if backend.path is not None else None)
     report = IngestReport(files_seen=len(candidates))
-    writer = Writer(collection, backend.embed, batch_size)
+    writer = Writer(collection, backend.embed, batch_size, changes)
     kept: set[str] = set()
-    jobs = _jobs(candidates, stats, refuse, recipe, converted_recipe)
-    held = _HeldAhead(backend, [job.source if job else None for job in jobs])
+    limits = f"{max_file_bytes}:{max_document_bytes}"
+    jobs = _jobs(candidates, stats, refuse, recipe, converted_recipe, limits)
+    held = _HeldAhead(backend, [job.source if job and not job.known else None for job in jobs])
     setup = PlanSetup(chunk_tokens, overlap, max_file_bytes, max_document_bytes)
     counter = backend.counter
     from ragbudget_server.store.embedding import HashingEmbedding  # Chroma: loaded by now
@@ -254,6 +289,8 @@ def ingest_files(
             if job is None:  # stat first: a file seen as it was stored is not read
                 kept.add(source)
                 report.files_unchanged += 1
+            elif job.known and job.reason is not None:  # left out as it was last time
+                report.files_skipped.append(FileProblem(path=source, reason=job.reason))
             else:
                 _apply(job, planner.get(k), held.existing(k), writer, stats, report, kept)
                 held.done(k)
@@ -266,15 +303,26 @@ def ingest_files(
     left_out = {p.path: p.reason for p in report.files_skipped}
     left_out.update({p.path: f"unreadable: {p.reason}" for p in report.errors})
     backend.record_skipped(roots, left_out)
-    gone = _gone(backend, roots, kept)
+    below = under([r.as_posix() for r in roots])
+    seen = {c.path.as_posix() for c in candidates}
+    stats.forget_left_out(lambda source: source in seen or not below(source))
+    if stats.sources is not None:  # the table knows the sources: only the missing are read
+        missing = [s for s in sorted(stats.sources) if below(s) and s not in kept]
+        gone = {s: last_first(r) for s, r in held_in_blocks(backend, missing).items()}
+    else:
+        gone, sources = gone_by_query(backend, roots, kept)
+        stats.known(sources)
     if prune:
-        report.sources_pruned, pruned_chunks = _prune(backend, gone)
+        report.sources_pruned, pruned_chunks = _prune(backend, gone, changes)
         report.chunks_deleted += pruned_chunks
         for source in gone:
             stats.forget(source)
+            stats.dropped(source)
     else:
         report.sources_stale = len(gone)
-    stats.save()
+    stats.save(live.records_signature(backend.path) if backend.path is not None else None)
+    if changes is not None:
+        changes.complete = True
     logger.info(
         "ingested %d files (%d unchanged, %d skipped): %d chunks added, %d deleted",
         report.files_ingested, report.files_unchanged, len(report.files_skipped),
@@ -294,6 +342,15 @@ class _Job:
     key: tuple[str, bool] | None
     recipe: str
     size: int
+    limits: str
+    known: bool = False
+    """Left out unread: it was left out when read last time, with this stat, and holds no
+    chunks (the table knows the collection's sources)."""
+
+    @property
+    def left_out_key(self) -> tuple[str, bool] | None:
+        """The stat key a reason to leave it out is kept under (the size caps count)."""
+        return None if self.key is None else (f"{self.key[0]}|{self.limits}", self.key[1])
 
 
 def _jobs(
@@ -302,8 +359,10 @@ def _jobs(
     refuse: Refuse | None,
     recipe: str,
     converted_recipe: str,
+    limits: str,
 ) -> list[_Job | None]:
     """Each candidate's job, None for a file unchanged by its stat (it is not read)."""
+    stored = stats.sources
     jobs: list[_Job | None] = []
     for candidate in candidates:
         source = candidate.path.as_posix()
@@ -316,7 +375,11 @@ def _jobs(
             jobs.append(None)
         else:
             size = int(key[0].split(":", 1)[0]) if key is not None else 0  # stat_key's size
-            jobs.append(_Job(candidate.path, source, reason, key, own, size))
+            job = _Job(candidate.path, source, reason, key, own, size, limits)
+            if reason is None and stored is not None and source not in stored:
+                reason = stats.left_out(source, job.left_out_key)
+                job = replace(job, reason=reason, known=reason is not None)
+            jobs.append(job)
     return jobs
 
 
@@ -331,18 +394,17 @@ class _HeldAhead:
         self._blocks: dict[int, dict[str, dict[str, Metadata]]] = {}
 
     def existing(self, k: int) -> dict[str, Metadata]:
-        block = k // _HELD_BLOCK
+        block = k // HELD_BLOCK
         if block not in self._blocks:
-            start = block * _HELD_BLOCK
-            self._blocks[block] = _held(self._backend, self._sources[start : start + _HELD_BLOCK])
+            start = block * HELD_BLOCK
+            self._blocks[block] = held_records(
+                self._backend, self._sources[start : start + HELD_BLOCK]
+            )
         return self._blocks[block].get(self._sources[k], {})
 
     def done(self, k: int) -> None:
-        if (k + 1) % _HELD_BLOCK == 0:
-            self._blocks.pop(k // _HELD_BLOCK, None)
-
-
-_HELD_BLOCK = 64
+        if (k + 1) % HELD_BLOCK == 0:
+            self._blocks.pop(k // HELD_BLOCK, None)
 
 
 def _apply(
@@ -367,9 +429,13 @@ def _apply(
     if reason is not None:
         report.files_skipped.append(FileProblem(path=source, reason=reason))
         if existing:  # indexed before, unindexable now: its old text must go
-            writer.push(FilePlan(source, delete=_last_first(existing)))
+            writer.push(FilePlan(source, delete=last_first(existing)))
+            stats.dropped(source)
             removed = f"{reason}; its {len(existing)} stored chunks were removed"
             report.files_removed.append(FileProblem(path=source, reason=removed))
+        if job.reason is None:  # found when read (empty, binary...): kept with its stat
+            key, why = job.left_out_key, reason
+            writer.push(FilePlan(source), lambda: stats.record_left_out(source, key, why))
         return
     if planned is None or planned.fhash is None:
         return
@@ -380,60 +446,18 @@ def _apply(
         return
     plan = plan_file(source, planned.records, existing)
     key = job.key
+    stats.stored(source)
     writer.push(plan, lambda: stats.record(source, key))
     report.files_ingested += 1
 
 
-def _last_first(existing: Mapping[str, Metadata]) -> list[str]:
-    """Ids to delete, a file's first chunk last: a file with chunks left has its first."""
-    return sorted(existing, key=lambda i: (existing[i].get("chunk_index") == 0, i))
-
-
-def _held(backend: ChromaBackend, sources: list[str]) -> dict[str, dict[str, Metadata]]:
-    """What the collection holds for each of `sources`: id -> metadata."""
-    held: dict[str, dict[str, Metadata]] = {}
-    if not sources:
-        return held
-    for id_, meta in backend.metadatas({"source": {"$in": sources}}):
-        held.setdefault(str(meta.get("source")), {})[id_] = meta
-    return held
-
-
-def _under(prefixes: list[str]) -> Callable[[str], bool]:
-    """Whether a source is one of `prefixes` or under one of them."""
-    exact = frozenset(prefixes)
-    folders = tuple(p.rstrip("/") + "/" for p in prefixes)
-    return lambda source: source in exact or source.startswith(folders)
-
-
-def _gone(backend: ChromaBackend, roots: list[Path], kept: set[str]) -> dict[str, list[str]]:
-    """The chunk ids of each document under `roots` whose file was not found this time, its
-    first chunk last.
-
-    Every stored file has a first chunk (writes add it first and delete it last), so the
-    first chunks name the sources; when the collection holds more chunks than those say (an
-    interrupted write left a file half-changed), every record is read instead."""
-    under = _under([r.as_posix() for r in roots])
-    counts: dict[str, int] = {}
-    for _, meta in backend.metadatas({"chunk_index": 0}):
-        source, count = str(meta.get("source", "")), meta.get("chunk_count")
-        counts[source] = counts.get(source, 0) + (count if isinstance(count, int) else -1)
-    held: dict[str, dict[str, Metadata]] = {}
-    if sum(counts.values()) == backend.require().count():
-        missing = [s for s in counts if under(s) and s not in kept]
-        for start in range(0, len(missing), 64):
-            held.update(_held(backend, missing[start : start + 64]))
-    else:
-        for id_, meta in backend.metadatas():
-            source = str(meta.get("source", ""))
-            if under(source) and source not in kept:
-                held.setdefault(source, {})[id_] = meta
-    return {source: _last_first(records) for source, records in held.items()}
-
-
-def _prune(backend: ChromaBackend, gone: dict[str, list[str]]) -> tuple[int, int]:
+def _prune(
+    backend: ChromaBackend, gone: dict[str, list[str]], changes: Changes | None
+) -> tuple[int, int]:
     """Delete the chunks of the documents `gone` names (each file's first chunk last)."""
     ids = [i for group in gone.values() for i in group]
     for i in range(0, len(ids), 1000):
         backend.require().delete(ids=ids[i : i + 1000])
+        if changes is not None:
+            changes.note(ids[i : i + 1000], present=False)
     return len(gone), len(ids)

@@ -24,7 +24,11 @@ Where it lives:
 In step: `sync` makes the index hold exactly the collection's chunk ids (it lists them, deletes
 the extra ones, adds the missing ones with their documents) and records the store version it
 matches; an ingest marks the index dirty before it writes and syncs it after, so an ingest
-killed at any point leaves a dirty index that the next ingest repairs. A search confirms the
+killed at any point leaves a dirty index that the next ingest repairs. An ingest that found the
+index in step (clean, at the store's version) and ran to its end into an embedded store (whose
+ingests take turns under its writer lock) brings it in step with `apply` instead: only the ids
+it added and deleted, read from Chroma, and only if the index still records the version it was
+in step with and ends with as many chunks as the collection; otherwise `sync`. A search confirms the
 chunks the index proposes against Chroma (existence and filters) before ranking them.
 """
 
@@ -259,37 +263,48 @@ class LexicalIndex:
             held = dict(db.execute("SELECT id, row FROM docs").fetchall())
             ids = set(collection.get(include=[])["ids"])
             extra = [held[i] for i in held if i not in ids]
-            for at in range(0, len(extra), _BATCH):
-                rows = [(r,) for r in extra[at : at + _BATCH]]
-                db.executemany("DELETE FROM chunks WHERE rowid = ?", rows)
-                db.executemany("DELETE FROM docs WHERE row = ?", rows)
+            _delete_rows(db, extra)
             missing = sorted(ids.difference(held))
-            for at in range(0, len(missing), _BATCH):
-                got = collection.get(
-                    ids=missing[at : at + _BATCH],
-                    include=["documents", "metadatas", "embeddings"],
-                )
-                fetched = zip(
-                    got["ids"], got["documents"], got["metadatas"], got["embeddings"], strict=True
-                )
-                for id_, doc, meta, vector in fetched:
-                    meta = meta or {}
-                    row = db.execute(
-                        "INSERT INTO docs(id, source, file_type, vector) VALUES (?, ?, ?, ?)",
-                        (id_, str(meta.get("source", "")), str(meta.get("file_type", "")),
-                         np.asarray(vector, dtype=np.float32).tobytes()),
-                    ).lastrowid  # fmt: skip
-                    db.execute(
-                        "INSERT INTO chunks(rowid, text) VALUES (?, ?)",
-                        (row, cjk_bigrams(_header(str(meta.get("source", ""))) + (doc or ""))),
-                    )
-            count = db.execute("SELECT count(*) FROM docs").fetchone()[0]
-            db.executemany(
-                "INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                [("version", version), ("collection", str(collection.id)), ("clean", "1"),
-                 ("chunks", str(count))],
-            )  # fmt: skip
+            _insert(db, collection, missing)
+            _in_step(db, collection, version)
         return len(missing), len(extra)
+
+    def apply(
+        self, collection: Any, version: str, since: str, changes: dict[str, bool]
+    ) -> tuple[int, int] | None:
+        """Bring an index that held exactly `collection`'s chunks at the store's version `since`
+        in step with `version`, given the ids one ingest wrote since (`changes`: for each id,
+        whether it is in the collection now). Returns how many chunks it added and deleted, or
+        None, changing nothing, when the index is not at `since` or would not end with as
+        many chunks as the collection (then only `sync` brings it in step)."""
+        if not self.exists():
+            return None
+        try:
+            with self._write() as db:
+                meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+                if meta.get("version") != since or meta.get("collection") != str(collection.id):
+                    return None
+                ids = sorted(changes)  # an id written again is read again
+                rows: list[int] = []
+                deleted = 0
+                for at in range(0, len(ids), _BATCH):
+                    part = ids[at : at + _BATCH]
+                    marks = ",".join("?" * len(part))
+                    for row, id_ in db.execute(
+                        f"SELECT row, id FROM docs WHERE id IN ({marks})", part
+                    ):
+                        rows.append(row)
+                        deleted += not changes[id_]
+                _delete_rows(db, rows)
+                added = _insert(db, collection, [i for i in ids if changes[i]])
+                count = db.execute("SELECT count(*) FROM docs").fetchone()[0]
+                if count != collection.count():
+                    raise _OutOfStep(f"{count} chunks in the index, {collection.count()} stored")
+                _in_step(db, collection, version)
+        except _OutOfStep as exc:
+            logger.debug("lexical index %s not applied: %s", self.path, exc)
+            return None
+        return added, deleted
 
     def search(
         self, query: str, n: int, where: dict[str, Any] | None, version: str
@@ -354,3 +369,51 @@ class LexicalIndex:
         seen = dict(db.execute(f"SELECT term, doc FROM vocab WHERE term IN ({marks})", words))
         kept = [(t, w) for t, w in terms if w is None or seen.get(w, 0) <= _COMMON * total]
         return kept or list(terms)
+
+
+class _OutOfStep(Exception):
+    """An incremental update would leave the index out of step: it is rolled back."""
+
+
+def _delete_rows(db: sqlite3.Connection, rows: list[int]) -> None:
+    for at in range(0, len(rows), _BATCH):
+        part = [(r,) for r in rows[at : at + _BATCH]]
+        db.executemany("DELETE FROM chunks WHERE rowid = ?", part)
+        db.executemany("DELETE FROM docs WHERE row = ?", part)
+
+
+def _insert(db: sqlite3.Connection, collection: Any, ids: list[str]) -> int:
+    """Add the chunks `ids` names, as `collection` holds them (those it holds); returns how
+    many."""
+    added = 0
+    for at in range(0, len(ids), _BATCH):
+        got = collection.get(
+            ids=ids[at : at + _BATCH], include=["documents", "metadatas", "embeddings"]
+        )
+        fetched = zip(
+            got["ids"], got["documents"], got["metadatas"], got["embeddings"], strict=True
+        )
+        for id_, doc, meta, vector in fetched:
+            meta = meta or {}
+            source = str(meta.get("source", ""))
+            row = db.execute(
+                "INSERT INTO docs(id, source, file_type, vector) VALUES (?, ?, ?, ?)",
+                (id_, source, str(meta.get("file_type", "")),
+                 np.asarray(vector, dtype=np.float32).tobytes()),
+            ).lastrowid  # fmt: skip
+            db.execute(
+                "INSERT INTO chunks(rowid, text) VALUES (?, ?)",
+                (row, cjk_bigrams(_header(source) + (doc or ""))),
+            )
+            added += 1
+    return added
+
+
+def _in_step(db: sqlite3.Connection, collection: Any, version: str) -> None:
+    """Record that the index holds `collection`'s chunks at the store's `version`."""
+    count = db.execute("SELECT count(*) FROM docs").fetchone()[0]
+    db.executemany(
+        "INSERT OR REPLACE INTO meta VALUES (?, ?)",
+        [("version", version), ("collection", str(collection.id)), ("clean", "1"),
+         ("chunks", str(count))],
+    )  # fmt: skip

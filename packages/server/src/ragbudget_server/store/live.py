@@ -43,6 +43,7 @@ __all__ = [
     "no_store",
     "read_only",
     "reads",
+    "records_signature",
     "remove_snapshot",
     "require_store_dir",
     "signature",
@@ -168,6 +169,14 @@ def signature(path: Path) -> Signature:
         logger.debug("cannot read the generation of %s: %s", path, exc)
         return None
     return tuple(row)
+
+
+def records_signature(path: Path) -> Signature:
+    """What changes whenever a record of the store is written or a collection made anew (None:
+    no store to read): `signature` without the count of collections' metadata keys, which a
+    version bump may change without a record written."""
+    found = signature(path)
+    return None if found is None else found[:3]
 
 
 class StoreWatch:

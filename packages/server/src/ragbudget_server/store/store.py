@@ -232,11 +232,12 @@ class DocumentStore:
         if self._backend.open(create=False) is not None:
             freeze_cursors(self._backend)  # walks past their ranked ids keep to today's chunks
         in_step = _hybrid.before_ingest(self._backend)
+        changes = _ingest.Changes()
         try:
             report = _ingest.ingest_files(
                 self._backend, roots, chunk_tokens=chunk_tokens, overlap=overlap, prune=prune,
                 on_progress=on_progress, max_file_bytes=max_file_bytes, batch_size=batch_size,
-                refuse=refuse, max_document_bytes=max_document_bytes,
+                refuse=refuse, max_document_bytes=max_document_bytes, changes=changes,
             )  # fmt: skip
             wrote = bool(report.chunks_added or report.chunks_deleted or report.sources_pruned)
             return report
@@ -244,7 +245,8 @@ class DocumentStore:
             self._sources = None  # the documents stored may have changed
             if wrote and self._backend.open(create=False) is not None:
                 self._backend.bump_version()  # search cursors see the store changed
-            _hybrid.after_ingest(self._backend, wrote, in_step)  # the lexical index, in step
+            written = changes.present if changes.complete else None
+            _hybrid.after_ingest(self._backend, wrote, in_step, written)  # the lexical index
 
     # -- search and read ------------------------------------------------------------------------
 
