@@ -1,6 +1,9 @@
 # Every target bootstraps itself: uv (installed with pip when missing), then the workspace.
 SHELL := /bin/bash
 export UV_PYTHON_DOWNLOADS := never
+# Bytecode at install: the suite and the MCP clients start many Python processes, which would
+# otherwise each compile what they import on a fresh machine.
+export UV_COMPILE_BYTECODE := 1
 PYTHON ?= python3
 UV := $(shell command -v uv 2>/dev/null || echo "$(PYTHON) -m uv")
 RUN := $(UV) run --all-packages --frozen
