@@ -3,7 +3,9 @@
 Offline: the server is started with the standard library as its one allowed root and indexes
 parts of it (the `json` package and the ~0.75 MB `pydoc_data/topics.py`, a context bomb) into a
 temporary store through its own `ingest` tool. The client then lists the tools, runs a search
-that the budget truncates, continues it with `offset`, and reads a budgeted page of the bomb.
+that the budget truncates, continues it with the `cursor` its notice gives, and reads a
+budgeted page of the bomb. Each answer is one text block (what every client's model reads);
+the page's fields for programs are in `_meta["ragbudget"]`.
 
     uv run --all-packages python examples/mcp_demo.py
 """
@@ -12,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-import json
 import os
 import sys
 import sysconfig
@@ -49,7 +50,7 @@ def _texts(result: Any) -> list[str]:
 def _show(title: str, result: Any, counter: Any, budget: int) -> dict[str, Any]:
     texts = _texts(result)
     tokens = sum(counter.count(text) for text in texts)
-    data: dict[str, Any] = result.structured_content or {}
+    data: dict[str, Any] = (result.meta or {}).get("ragbudget", {})
     print(f"\n--- {title}: {tokens:,} of {budget:,} tokens in the text the model reads")
     for text in texts:
         print(text if len(text) <= 500 else f"{text[:500]}... [{len(text):,} chars in all]")
@@ -59,7 +60,7 @@ def _show(title: str, result: Any, counter: Any, budget: int) -> dict[str, Any]:
               "whole text stays in the store: read_document shows it; the notice names the first "
               "cut one)")  # fmt: skip
     notice = texts[-1].rsplit("\n\n", 1)[-1] if texts else ""
-    if notice.startswith("["):  # the store's notice ends the text (not repeated in the data)
+    if notice.startswith("["):  # the store's notice ends the text
         print("notice:", notice)
     return data
 
@@ -77,18 +78,18 @@ async def _drive(client: Client[Any], counter: Any, warnings: list[str]) -> int:
 
     paths = ["json", "pydoc_data/topics.py"]  # relative to the allowed root: the stdlib
     report = await client.call_tool("ingest", {"paths": paths}, progress_handler=on_progress)
-    print("ingest:", json.dumps(report.structured_content))
+    print("ingest:", _texts(report)[0])  # the report's JSON
 
     budget = 2000
     search = {"query": QUERY, "limit": 20, "max_tokens": budget}
     first = _show("search", await client.call_tool_mcp("search", search), counter, budget)
     print("server log warning:", warnings[-1] if warnings else "(none)")
-    next_offset = first.get("next_offset")
-    if not first.get("truncated") or next_offset is None:
+    cursor = first.get("next_cursor")
+    if not first.get("truncated") or cursor is None:
         print("the search was not truncated: nothing to continue")
         return 1
-    more = await client.call_tool_mcp("search", {**search, "offset": next_offset})
-    _show(f"search continued with offset={next_offset}", more, counter, budget)
+    more = await client.call_tool_mcp("search", {**search, "cursor": cursor})
+    _show(f'search continued with cursor="{cursor}" (the notice\'s)', more, counter, budget)
 
     page_budget = 800
     read = {"source": "pydoc_data/topics.py", "offset": 1, "max_tokens": page_budget}

@@ -69,11 +69,30 @@ def http_server(
         yield url
 
 
+def page_of(result: Any) -> dict[str, Any]:
+    """A `search`/`read_document` answer's page fields, as programs read them: its
+    `_meta["ragbudget"]` (a fastmcp or `mcp` client's result, or a raw JSON-RPC result)."""
+    meta = getattr(result, "meta", None)
+    if meta is None and isinstance(result, dict):
+        meta = result.get("_meta")
+    assert isinstance(meta, dict) and "ragbudget" in meta, f"no _meta.ragbudget in {result!r}"
+    page: dict[str, Any] = meta["ragbudget"]
+    return page
+
+
+def listing_of(result: Any) -> dict[str, Any]:
+    """A `stats`/`ingest` answer as programs read it: its one text block's JSON."""
+    (text,) = text_blocks(result)
+    value: dict[str, Any] = json.loads(text)
+    return value
+
+
 def whole_answer(result: Any) -> str:
     """Everything a client may show a model: the text blocks, then the structured content
-    serialized as compact JSON (as the wire carries it)."""
-    structured = getattr(result, "structured_content", None)
-    if structured is None:
+    serialized as compact JSON (as the wire carries it), when there is any."""
+    if hasattr(result, "structured_content"):
+        structured = result.structured_content
+    else:
         structured = getattr(result, "structuredContent", None)
     blocks = text_blocks(result)
     if structured is not None:

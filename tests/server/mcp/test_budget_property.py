@@ -17,7 +17,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from fastmcp import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mcp_helpers import COUNTER_SPEC, text_blocks, visible_tokens, whole_answer
+from mcp_helpers import COUNTER_SPEC, page_of, text_blocks, visible_tokens, whole_answer
 from ragbudget import TokenCounter
 from ragbudget_server.mcp import DEFAULT_MAX_TOKENS_CEILING, ServerSettings, create_server
 from ragbudget_server.mcp.answers import ReadAnswer, SearchAnswer
@@ -110,7 +110,7 @@ def test_search_text_never_exceeds_the_budget(
     assert visible_tokens(result, exact_counter) <= allowed
     # One copy: the text and the structured content (no texts in it) fit together.
     assert exact_counter.count(whole_answer(result)) <= allowed
-    response = SearchAnswer.model_validate(result.structured_content)
+    response = SearchAnswer.model_validate(page_of(result))
     text = text_blocks(result)[-1]
 
     returned = [r.id for r in response.results]
@@ -153,7 +153,7 @@ def test_read_document_page_never_exceeds_the_budget(
         return
     assert visible_tokens(result, exact_counter) <= min(budget, DEFAULT_MAX_TOKENS_CEILING)
     assert exact_counter.count(whole_answer(result)) <= min(budget, DEFAULT_MAX_TOKENS_CEILING)
-    page = ReadAnswer.model_validate(result.structured_content)
+    page = ReadAnswer.model_validate(page_of(result))
     if page.next_offset is not None:
         assert page.truncated
         assert f"offset={page.next_offset}" in text_blocks(result)[-1]

@@ -30,7 +30,7 @@ import pytest
 from fastmcp import Client
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from mcp_helpers import http_server, serve_command
+from mcp_helpers import http_server, page_of, serve_command
 from processes import server_env
 from ragbudget_server.mcp.answers import SearchAnswer
 from ragbudget_server.store import DocumentStore
@@ -94,7 +94,7 @@ async def _http_calls(url: str) -> AsyncIterator[Call]:
         async def call_http(arguments: dict[str, Any]) -> SearchAnswer:
             result = await client.call_tool_mcp("search", arguments)
             assert not result.is_error, result.content
-            return SearchAnswer.model_validate(result.structured_content)
+            return SearchAnswer.model_validate(page_of(result))
 
         yield call_http
 
@@ -117,7 +117,7 @@ async def _server(transport: str, db: Path) -> AsyncIterator[Call]:
             async def call_stdio(arguments: dict[str, Any]) -> SearchAnswer:
                 result = await session.call_tool("search", arguments)
                 assert not result.is_error, result.content
-                return SearchAnswer.model_validate(result.structured_content)
+                return SearchAnswer.model_validate(page_of(result))
 
             yield call_stdio
     else:

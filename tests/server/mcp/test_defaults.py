@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from fastmcp import Client
-from mcp_helpers import text_blocks, whole_answer
+from mcp_helpers import listing_of, page_of, text_blocks, whole_answer
 from mcp_types import Implementation
 from ragbudget import get_counter
 from ragbudget.counters import CLAUDE_FACTOR, ScaledCounter
@@ -54,7 +54,7 @@ async def test_any_ask_stays_under_claude_codes_limit(
     result = await _call(default_db, tool, args, client="claude-code")
     assert not result.is_error, text_blocks(result)
     visible = "\n".join(text_blocks(result))
-    whole = whole_answer(result)  # the text and the structured content: one copy of each
+    whole = whole_answer(result)  # one text block, no structured content
     for encoding in ("tiktoken:cl100k_base", "tiktoken:o200k_base"):
         assert get_counter(encoding).count(whole) <= 14_500, encoding
     assert len(whole) < 50_000  # Claude Code's save-to-file wall
@@ -67,14 +67,14 @@ async def test_serve_counts_with_the_stores_own_counter(
     db = tmp_path / "chars"
     DocumentStore(path=db, counter="chars:4").ingest([stdlib / "json" / "tool.py"])
     async with Client(create_server(ServerSettings(db=db))) as client:
-        stats = (await client.call_tool("stats")).structured_content
+        stats = listing_of(await client.call_tool("stats"))
     assert stats is not None
     assert stats["store"]["counter"] == "chars:4"
     assert stats["counter"] == "chars:4+10%"  # an estimate: the server's margin on top
     assert stats["max_tokens_ceiling"] == 14_500
     # With the claude preset, budgets are in Claude tokens: Claude Code's own 25,000.
     async with Client(create_server(ServerSettings(db=default_db, counter="claude"))) as client:
-        stats = (await client.call_tool("stats")).structured_content
+        stats = listing_of(await client.call_tool("stats"))
     assert stats is not None
     assert (stats["counter"], stats["max_tokens_ceiling"]) == ("claude+10%", 25_000)
 
@@ -94,7 +94,7 @@ async def test_text_answers_carry_results_verbatim_and_structured_content_withou
     args = {"query": "operator precedence", "max_tokens": 1500, "limit": 20}
     result = await _call(default_db, "search", args)
     text = text_blocks(result)[-1]  # after the server's notice, when one was cut
-    response = SearchAnswer.model_validate(result.structured_content)
+    response = SearchAnswer.model_validate(page_of(result))
     assert response.results and response.format == "text"
     assert "text" not in response.results[0].model_dump()  # one copy: the text block's
     for r in response.results:

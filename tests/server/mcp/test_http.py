@@ -10,7 +10,7 @@ import httpx
 import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
-from mcp_helpers import COUNTER_SPEC, HEADERS, INITIALIZE, http_server, visible_tokens
+from mcp_helpers import COUNTER_SPEC, HEADERS, INITIALIZE, http_server, page_of, visible_tokens
 from processes import server_env
 from ragbudget import TokenCounter
 from ragbudget_server.mcp.answers import SearchAnswer
@@ -81,4 +81,4 @@ async def test_concurrent_searches_all_within_budget(
     for (_query, budget, _limit), result in zip(calls, results, strict=True):
         assert not result.is_error, result
         assert visible_tokens(result, exact_counter) <= budget
-        SearchAnswer.model_validate(result.structured_content)
+        SearchAnswer.model_validate(page_of(result))

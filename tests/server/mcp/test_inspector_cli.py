@@ -71,12 +71,13 @@ def test_the_inspector_gets_a_search_answer_within_the_default_walls(
     )
     assert printed.get("isError") is not True, printed
     texts = [block["text"] for block in printed["content"] if block["type"] == "text"]
-    assert len(texts) == len(printed["content"]) >= 1
-    structured = printed["structuredContent"]
-    assert structured["budget"]["profile"] == DEFAULT_PROFILE.name
-    assert structured["budget"]["requested_max_tokens"] == 1_000_000
-    assert structured["results"], "the store holds answers to this query"
-    whole = "\n".join([*texts, json.dumps(structured, ensure_ascii=False, separators=(",", ":"))])
+    assert len(texts) == len(printed["content"]) == 1
+    assert "structuredContent" not in printed  # the one text block is what every client forwards
+    page = printed["_meta"]["ragbudget"]
+    assert page["budget"]["profile"] == DEFAULT_PROFILE.name
+    assert page["budget"]["requested_max_tokens"] == 1_000_000
+    assert page["results"], "the store holds answers to this query"
+    whole = texts[0]
 
     assert use_bundled_tiktoken_files()
     walls = DEFAULT_PROFILE.walls()

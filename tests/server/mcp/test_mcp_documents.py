@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from fastmcp import Client
-from mcp_helpers import COUNTER_SPEC
+from mcp_helpers import COUNTER_SPEC, listing_of, page_of
 from ragbudget_server.mcp import ServerSettings, create_server
 from ragbudget_server.mcp.answers import ReadAnswer, SearchAnswer
 
@@ -29,7 +29,7 @@ async def test_documents_through_the_tools(tmp_path: Path) -> None:
     async with Client(create_server(settings)) as client:
         first = await client.call_tool("ingest", {"paths": ["docs"]})
         found = await client.call_tool("search", {"query": "lighthouse red lamp"})
-        response = SearchAnswer.model_validate(found.structured_content)
+        response = SearchAnswer.model_validate(page_of(found))
         top = response.results[0]
         page = await client.call_tool(
             "read_document", {"source": top.source, "page": 2, "max_tokens": 500}
@@ -38,18 +38,16 @@ async def test_documents_through_the_tools(tmp_path: Path) -> None:
         again = await client.call_tool("ingest", {"paths": ["docs"]})
         stats = await client.call_tool("stats", {})
 
-    report = first.structured_content
+    report = listing_of(first)
     assert report is not None
     skipped = {Path(p["path"]).name: p["reason"] for p in report["files_skipped"]}
     assert list(skipped) == ["scan.pdf"] and skipped["scan.pdf"].startswith("no text layer")
     assert top.source.endswith("atlas.pdf") and top.pages == "pages 1-2"  # one chunk, two pages
     assert "(pages 1-2)" in found.content[0].text  # type: ignore[union-attr]
-    read = ReadAnswer.model_validate(page.structured_content)  # where the page is; its text:
+    read = ReadAnswer.model_validate(page_of(page))  # where the page is; its text:
     text = page.content[0].text  # type: ignore[union-attr]
     assert "--- page 2 ---\nThe lighthouse" in text and read.pages == "page 2"
-    assert again.structured_content is not None
-    assert again.structured_content["sources_pruned"] == 1  # the MCP tool prunes by default
-    assert stats.structured_content is not None
-    listed = stats.structured_content["store"]["files_skipped"]
+    assert listing_of(again)["sources_pruned"] == 1  # the MCP tool prunes by default
+    listed = listing_of(stats)["store"]["files_skipped"]
     assert [Path(p["path"]).name for p in listed] == ["scan.pdf"]
-    assert stats.structured_content["store"]["files_skipped_count"] == 1
+    assert listing_of(stats)["store"]["files_skipped_count"] == 1

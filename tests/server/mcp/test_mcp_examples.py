@@ -28,7 +28,7 @@ def test_mcp_demo_runs_offline_and_shows_truncation_and_paging() -> None:
     for tool in ("search", "read_document", "stats", "ingest"):
         assert re.search(rf"^  {tool}\s+read-only=", out, re.M), out
     assert "Use offset=" in out
-    assert "search continued with offset=" in out
+    assert 'search continued with cursor="' in out
     assert re.search(r"read_document\(offset=\d+\) gives the next page", out), out
     assert "`pip install ragbudget-server` gives the `ragbudget` command" in out
     # Each search block that shows a result cut says why, in a line of its own.

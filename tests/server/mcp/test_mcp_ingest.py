@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from fastmcp import Client
 from fastmcp.exceptions import ToolError
-from mcp_helpers import COUNTER_SPEC, visible_tokens
+from mcp_helpers import COUNTER_SPEC, listing_of, page_of, visible_tokens
 from ragbudget import TokenCounter
 from ragbudget._shown import shown
 from ragbudget_server.mcp import ServerSettings, create_server
@@ -60,16 +60,15 @@ async def test_ingest_indexes_under_the_root_with_progress(layout: dict[str, Pat
         again = await client.call_tool("ingest", {"paths": [str(layout["pkg"])]})
         found = await client.call_tool_mcp("search", {"query": "dedent wrap", "max_tokens": 2000})
 
-    report = first.structured_content
+    report = listing_of(first)
     assert report is not None
     assert report["files_ingested"] == 2, report  # the link inside pkg/ is not followed
     assert report["chunks_added"] > 0
     assert progress, "ingest must report progress"
     assert progress[-1][0] == progress[-1][1]
-    assert again.structured_content is not None
-    assert again.structured_content["chunks_added"] == 0, "ingesting again changes nothing"
-    assert again.structured_content["files_unchanged"] == 2
-    sources = {r.source for r in SearchAnswer.model_validate(found.structured_content).results}
+    assert listing_of(again)["chunks_added"] == 0, "ingesting again changes nothing"
+    assert listing_of(again)["files_unchanged"] == 2
+    sources = {r.source for r in SearchAnswer.model_validate(page_of(found)).results}
     assert any(source.endswith("textwrap.py") for source in sources)
 
 
@@ -135,7 +134,7 @@ async def test_hard_links_to_outside_files_are_refused(layout: dict[str, Path]) 
         walked = await client.call_tool("ingest", {"paths": ["pkg"]})
         named = await client.call_tool("ingest", {"paths": ["pkg/hard.txt"]})
         found = await client.call_tool_mcp("search", {"query": SECRET, "max_tokens": 4000})
-    for report in (walked.structured_content, named.structured_content):
+    for report in (listing_of(walked), listing_of(named)):
         assert report is not None
         skipped = {Path(p["path"]).name: p["reason"] for p in report["files_skipped"]}
         assert skipped["hard.txt"].startswith("a hard link (2 names)"), skipped
@@ -147,8 +146,7 @@ async def test_hard_links_to_outside_files_are_refused(layout: dict[str, Path]) 
     )
     async with Client(create_server(settings)) as client:
         allowed = await client.call_tool("ingest", {"paths": ["pkg/hard.txt"]})
-    assert allowed.structured_content is not None
-    assert allowed.structured_content["files_ingested"] == 1
+    assert listing_of(allowed)["files_ingested"] == 1
 
 
 def test_a_file_on_another_file_system_than_its_root_is_refused() -> None:
@@ -176,7 +174,7 @@ async def test_the_report_fits_the_ceiling_however_many_files_are_skipped(
         result = await client.call_tool_mcp("ingest", {"paths": [str(root)]})
     assert not result.is_error, result
     assert visible_tokens(result, exact_counter) <= 256
-    report = IngestReport.model_validate(result.structured_content)
+    report = IngestReport.model_validate(listing_of(result))
     assert report.files_seen == 301 and report.files_ingested == 1
     assert report.problems_omitted == 300 - len(report.files_skipped) > 0
     assert report.files_skipped[0].reason == "empty"

@@ -13,6 +13,7 @@ from fastmcp.client.transports import StdioTransport
 from mcp_helpers import (
     COUNTER_SPEC,
     INITIALIZE,
+    page_of,
     serve_command,
     text_blocks,
     whole_answer,
@@ -43,12 +44,12 @@ async def test_real_client_over_stdio(
         )
     assert names == {"search", "read_document", "stats"}
     assert not result.is_error
-    response = SearchAnswer.model_validate(result.structured_content)
+    response = SearchAnswer.model_validate(page_of(result))
     assert response.truncated
     assert response.next_offset is not None
     assert exact_counter.count(whole_answer(result)) <= 700
-    notice, text = text_blocks(result)
-    assert response.budget.bound is not None and "stopped at the" in notice
+    (text,) = text_blocks(result)
+    assert response.budget.bound is not None and "(700-token budget)" in text
     assert f'cursor="{response.next_cursor}"' in text
     # At the default log level, stderr holds no DEBUG blocks (fastmcp's included).
     assert "DEBUG" not in (tmp_path / "stderr.log").read_text(errors="replace")
@@ -84,7 +85,8 @@ def test_stdout_carries_only_protocol_messages(
     assert all(message.get("jsonrpc") == "2.0" for message in messages), messages
     response = next(m for m in messages if m.get("id") == 2)
     assert response["result"]["isError"] is False
-    assert response["result"]["structuredContent"]["truncated"] is True
+    assert "structuredContent" not in response["result"]
+    assert page_of(response["result"])["truncated"] is True
     # MCP 2026-07-28: no log notification unless the request asked for a level (it did not);
     # the truncation is said in the answer's text, and logged on stderr
     assert not any(m.get("method") == "notifications/message" for m in messages)

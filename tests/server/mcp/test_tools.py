@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 from fastmcp import Client
 from fastmcp.exceptions import ToolError
-from mcp_helpers import COUNTER_SPEC, text_blocks, visible_tokens, whole_answer
+from mcp_helpers import COUNTER_SPEC, listing_of, page_of, text_blocks, visible_tokens, whole_answer
 from ragbudget import TokenCounter
 from ragbudget_server.mcp import ServerSettings, create_server
 from ragbudget_server.mcp.answers import ReadAnswer, SearchAnswer
 from ragbudget_server.store import DocumentStore
 
 
-async def test_tools_are_listed_with_hints_bounds_and_schemas(server: Any) -> None:
+async def test_tools_are_listed_with_hints_and_bounds_and_no_output_schema(server: Any) -> None:
     async with Client(server) as client:
         tools = {tool.name: tool for tool in await client.list_tools()}
     assert set(tools) == {"search", "read_document", "stats"}, "ingest is off without roots"
@@ -37,8 +37,9 @@ async def test_tools_are_listed_with_hints_bounds_and_schemas(server: Any) -> No
     assert props["offset"]["minimum"] == 0
     assert all(props[name].get("description") for name in props), props
     assert "ctx" not in props
-    assert search.output_schema is not None
-    assert {"results", "budget", "next_offset"} <= set(search.output_schema["properties"])
+    # No output schema: answers are one text block (clients that forward structured content
+    # would otherwise hide the passages from their model)
+    assert all(tool.output_schema is None for tool in tools.values())
     read = tools["read_document"]
     assert read.annotations is not None
     assert read.annotations.read_only_hint is True
@@ -54,15 +55,14 @@ async def test_search_sends_one_text_block_that_is_the_response(
         )
     assert not result.is_error
     blocks = text_blocks(result)
-    assert len(blocks) == 1, "structured output must not be serialised a second time as text"
-    assert "JSON decoder" not in json.dumps(result.structured_content)  # nor repeat the text
-    response = SearchAnswer.model_validate(result.structured_content)
+    assert len(blocks) == 1, "one text block, whatever field a client forwards"
+    assert result.structured_content is None and "JSON decoder" not in json.dumps(result.meta)
+    response = SearchAnswer.model_validate(page_of(result))
     assert all(f":{r.start_line}-{r.end_line}" in blocks[0] for r in response.results)
     assert exact_counter.count(whole_answer(result)) <= 3000
     assert response.results, "the json package should match"
     assert any(r.source.endswith(("decoder.py", "scanner.py")) for r in response.results)
-    assert result.meta is not None
-    assert result.meta["ragbudget"]["clamped"] is False
+    assert page_of(result)["budget"]["clamped"] is False
 
 
 async def test_truncated_search_warns_and_continues_at_the_offset(
@@ -78,13 +78,13 @@ async def test_truncated_search_warns_and_continues_at_the_offset(
             "search",
             {"query": "operator precedence and comparisons", "limit": 30, "max_tokens": 900},
         )
-        page = SearchAnswer.model_validate(first.structured_content)
+        page = SearchAnswer.model_validate(page_of(first))
         assert page.truncated
         assert page.next_offset is not None
-        notice, text = text_blocks(first)
+        (text,) = text_blocks(first)
         assert exact_counter.count(whole_answer(first)) <= 900
         assert f'cursor="{page.next_cursor}"' in text, "the model must see how to continue"
-        assert "stopped at the" in notice and page.budget.bound is not None
+        assert "(900-token budget)" in text and page.budget.bound is not None
         # fastmcp's client asks for log messages (a level in _meta): it gets the warning
         assert any(m.level == "warning" and "stopped at the" in str(m.data) for m in logs), logs
 
@@ -97,7 +97,7 @@ async def test_truncated_search_warns_and_continues_at_the_offset(
                 "offset": page.next_offset,
             },
         )
-    following = SearchAnswer.model_validate(second.structured_content)
+    following = SearchAnswer.model_validate(page_of(second))
     assert following.results
     assert not {r.id for r in page.results} & {r.id for r in following.results}
 
@@ -115,15 +115,11 @@ async def test_ceiling_clamps_and_says_so_within_the_ceiling(
             "read_document", {"source": small_source, "max_tokens": 50_000}
         )
     for res in (result, read):
-        blocks = text_blocks(res)
-        assert len(blocks) == 2
-        assert "clamped to 1,500 tokens" in blocks[0]
+        (block,) = text_blocks(res)
+        assert block.startswith("[max_tokens=") and "clamped to 1,500 tokens" in block
         assert visible_tokens(res, exact_counter) <= 1500
-        assert res.meta is not None
-        assert res.meta["ragbudget"]["clamped"] is True
         assert exact_counter.count(whole_answer(res)) <= 1500
-        assert res.structured_content is not None
-        assert res.structured_content["budget"]["clamped"] is True
+        assert page_of(res)["budget"]["clamped"] is True
 
 
 async def test_read_document_pages_through_the_bomb(
@@ -132,17 +128,17 @@ async def test_read_document_pages_through_the_bomb(
     source = bomb_source
     async with Client(server) as client:
         first = await client.call_tool_mcp("read_document", {"source": source, "max_tokens": 2000})
-        page = ReadAnswer.model_validate(first.structured_content)
+        page = ReadAnswer.model_validate(page_of(first))
         assert page.truncated
         assert page.next_offset is not None
-        notice, text = text_blocks(first)  # the server's notice names the wall that bound
-        assert page.budget.bound == "tokens" and "stopped at the token wall" in notice
+        (text,) = text_blocks(first)
+        assert page.budget.bound == "tokens" and "(2,000-token budget)" in text
         assert exact_counter.count(whole_answer(first)) <= 2000
         assert f"offset={page.next_offset}" in text
         second = await client.call_tool_mcp(
             "read_document", {"source": source, "offset": page.next_offset, "max_tokens": 2000}
         )
-    following = ReadAnswer.model_validate(second.structured_content)
+    following = ReadAnswer.model_validate(page_of(second))
     assert following.start_line == page.next_offset
     assert following.total_lines == page.total_lines > 1000
 
@@ -185,7 +181,7 @@ async def test_a_budget_too_small_for_any_response_is_a_tool_error(
 async def test_stats_reports_store_and_limits(server: Any) -> None:
     async with Client(server) as client:
         result = await client.call_tool("stats", {})
-    data = result.structured_content
+    data = listing_of(result)
     assert data is not None
     assert data["store"]["chunks"] > 100
     assert data["counter"] == COUNTER_SPEC
@@ -209,7 +205,7 @@ async def test_search_merges_by_default_and_takes_plain_and_a_cap(
         }  # fmt: skip
         with pytest.raises(ToolError, match="max_per_source"):
             await client.call_tool("search", {"query": query, "max_per_source": 0})
-    pages = {name: SearchAnswer.model_validate(c.structured_content) for name, c in calls.items()}
+    pages = {name: SearchAnswer.model_validate(page_of(c)) for name, c in calls.items()}
     for name, call in calls.items():
         assert not call.is_error and visible_tokens(call, exact_counter) <= budget, name
     default, plain, capped = pages["default"], pages["plain"], pages["capped"]

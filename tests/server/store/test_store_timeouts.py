@@ -5,6 +5,7 @@ Each test waits at most a fraction of a second per request (the timeouts it sets
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -104,5 +105,4 @@ async def test_serve_opens_a_chroma_server_store_on_its_own(
         stats = await client.call_tool("stats", {})
     assert not result.is_error, result
     assert "quokka protocol" in result.content[-1].text  # the text, not the structured content
-    assert stats.structured_content is not None
-    assert stats.structured_content["store"]["server"] == chroma_server
+    assert json.loads(stats.content[0].text)["store"]["server"] == chroma_server

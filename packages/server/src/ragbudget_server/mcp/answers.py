@@ -1,21 +1,22 @@
-"""One copy: what a `search` or `read_document` answer holds, fitted whole within the walls.
+"""What a `search` or `read_document` answer holds: one text block, fitted within the walls.
 
-A client gets text blocks and structured content, and clients differ on which they show the
-model (some both). So the structured content does not repeat the results' texts: it carries
-what a program needs (ids, sources, lines, scores, token counts, truncation, continuation, the
-walls and which one bound; fields that are None are left out, as the schema allows). The text
-blocks plus the structured content serialized as compact JSON (as the wire and
-`JSON.stringify` write it) stay within every wall of the client's profile together: tokens by
-the server's counter, characters, UTF-8 bytes (`ragbudget.limits.WalledCounter`).
+Clients differ on which field of a tool result they give their model: Claude Code, Codex, VS
+Code, Cursor and pydantic-ai send `JSON.stringify(structuredContent)` whenever it is present
+and drop the text blocks; Gemini CLI and others read only the text; some send both. So these
+answers carry **no structured content**: every client's model reads the same one text block
+(the passages, the notice, the cursor or offset that continues), and the walls are checked on
+exactly that block, under any of the three rules. Programs ask `format="json"` (the whole
+response as JSON text) or read `_meta["ragbudget"]`, which no client shows its model: the
+page's ids, sources, lines, scores, continuation and the walls (`SearchAnswer`, `ReadAnswer`).
 
-`fit_answer` runs the store call, measures all of it, and runs it again with the excess taken
-off the store's budget until the whole fits (twice, most of the time).
+`fit_answer` runs the store call with the caller's budget (less the server's one line, when
+there is one: the clamp of an ask above the client's wall, or a character or byte wall that
+stopped the answer before its token budget) and measures the block the client gets.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -25,7 +26,7 @@ from ragbudget.counters import TokenCounter
 from ragbudget.limits import ClientProfile, Wall, WalledCounter, Walls
 
 from ragbudget_server.mcp.budgeting import BudgetExceededError, checked_text
-from ragbudget_server.store import ReadResponse, SearchResponse, StoreError
+from ragbudget_server.store import ReadResponse, SearchResponse
 from ragbudget_server.store.models import Format, accounted_ids
 from ragbudget_server.store.selection import Remembered
 
@@ -41,8 +42,9 @@ __all__ = [
 
 R = TypeVar("R", SearchResponse, ReadResponse)
 
-_TRIES = 6
-"""Store calls one answer may take (the first guess, then the excess taken off)."""
+_TRIES = 3
+"""Store calls one answer may take: the first, and one for a server line only a cut shows
+(a third when that line's units rounded short)."""
 
 _WALL_WORDS: dict[Wall, str] = {"tokens": "token", "chars": "character", "bytes": "byte"}
 
@@ -72,9 +74,9 @@ class Budget(_Model):
     requested_max_tokens: int = Field(description="The max_tokens asked for.")
     clamped: bool = Field(description="True when the ask was above the profile's token wall.")
     counter: str = Field(description="The counter the token wall is measured with.")
-    text_tokens: int = Field(description="Tokens of the text blocks, by `counter`.")
-    text_chars: int = Field(description="Characters of the text blocks (UTF-16 units).")
-    text_bytes: int = Field(description="UTF-8 bytes of the text blocks.")
+    text_tokens: int = Field(description="Tokens of the text block, by `counter`.")
+    text_chars: int = Field(description="Characters of the text block (UTF-16 units).")
+    text_bytes: int = Field(description="UTF-8 bytes of the text block.")
 
 
 class ResultRef(_Model):
@@ -95,7 +97,7 @@ class ResultRef(_Model):
 
 
 class SearchAnswer(_Model):
-    """`search`'s structured content: the page's results without their texts."""
+    """`search`'s `_meta["ragbudget"]`: the page's results without their texts."""
 
     results: list[ResultRef] = Field(description="Results in rank order, as the text shows them.")
     total_count: int = Field(description="Chunks matching the filters.")
@@ -127,7 +129,7 @@ class SearchAnswer(_Model):
 
 
 class ReadAnswer(_Model):
-    """`read_document`'s structured content: where the page is, without its lines."""
+    """`read_document`'s `_meta["ragbudget"]`: where the page is, without its lines."""
 
     source: str = Field(description="The document's path, as stored.")
     start_line: int | None = Field(default=None, description="First line shown, 1-based.")
@@ -149,7 +151,7 @@ class ReadAnswer(_Model):
 
 
 def serialized(data: dict[str, Any]) -> str:
-    """Structured content as the wire carries it (compact JSON, as `JSON.stringify` writes)."""
+    """`data` as compact JSON, as the wire carries it (and `JSON.stringify` writes it)."""
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -181,14 +183,17 @@ def _lean(response: SearchResponse | ReadResponse, budget: Budget) -> SearchAnsw
 
 @dataclass(frozen=True)
 class FittedAnswer:
-    """What goes to the client: the text blocks, the structured content, their units."""
+    """What goes to the client: the one text block, its units and tokens, and the page's
+    fields for `_meta` (`SearchAnswer` or `ReadAnswer`, as JSON)."""
 
-    blocks: list[str]
-    structured: dict[str, Any]
+    text: str
     units: int
-    """Budget units of the blocks and the serialized structured content together."""
-    text_units: int
-    """Of the blocks alone (what the server's guard counts)."""
+    """Budget units of `text` (within every wall when at most the token wall)."""
+    tokens: int
+    """Tokens of `text` by the call's counter (what the server's guard is told)."""
+    page: dict[str, Any]
+    bound: Wall | None
+    """The wall the answer stopped at when something was left out; else None."""
 
 
 @dataclass(frozen=True)
@@ -199,119 +204,80 @@ class Ask:
     walls: Walls
     requested: int
     counter: TokenCounter
-    results: int = 0
-    """The most results the answer may list (a search's `limit`): its structured content
-    lists each, so the first guess leaves room for them."""
 
 
 def _notice(ask: Ask, bound: Wall | None) -> str | None:
-    """The server's line above the store's text: the clamp, and the wall a cut stopped at."""
+    """The server's one line above the store's text: the clamp of an ask above the client's
+    wall, and a character or byte wall that stopped the answer (the token budget the store's
+    own notice states)."""
     clamped = ask.requested > ask.walls.tokens
-    if not clamped and bound is None:
+    other_wall = bound is not None and bound != "tokens"
+    if not clamped and not other_wall:
         return None
-    parts = [f"[Client profile {ask.profile.name}: answers stop at {ask.walls.describe()}"]
-    if clamped:
-        parts.append(f"max_tokens={ask.requested:,} clamped to {ask.walls.tokens:,} tokens")
-    if bound is not None:
-        parts.append(f"this one stopped at the {_WALL_WORDS[bound]} wall")
-    return "; ".join(parts) + "]"
-
-
-_OVERHEAD = 120
-"""A first guess at the units of the structured content's fields beside the text."""
-
-_PER_RESULT = 70
-"""A first guess at the units of one result's entry in the structured content (id, source,
-lines, score, tokens, merged ids: 70-85 measured on the standard library's paths)."""
-
-_RESULT_UNITS = 450
-"""A first guess at the units of one result in the text, to guess how many a budget shows."""
+    walls = f"client profile {ask.profile.name}: {ask.walls.describe()}"
+    stopped = f"stopped at the {_WALL_WORDS[bound]} wall" if other_wall and bound else ""
+    if not clamped:
+        return f"[{stopped.capitalize()} of {walls}]"
+    head = f"[max_tokens={ask.requested:,} clamped to {ask.walls.tokens:,} tokens ({walls})"
+    return head + (f"; this one {stopped}]" if stopped else "]")
 
 
 def fit_answer(ask: Ask, fetch: Callable[[int, TokenCounter], R]) -> FittedAnswer:
-    """The store's answer within `ask.walls`, text blocks and structured content together.
+    """The store's answer as one text block within `ask.walls`.
 
     `fetch(budget, counter)` runs the store call with a budget in units of `counter` (a
-    `WalledCounter`, so the store stops at whichever wall comes first). The answer is measured
-    whole; over the walls, the store runs again with the excess off its budget.
+    `WalledCounter`, so the store stops at whichever wall comes first). The store's budget is
+    the token wall less the server's line when there is one; a line that only a cut shows (a
+    character or byte wall bound) takes its units off the next try.
 
     Raises:
-        BudgetExceededError: the walls cannot hold even the smallest answer (too small a wall;
-            the store's own error says what it needs when its part alone cannot fit).
+        StoreError: the store's own (a budget below its smallest answer says what it needs).
+        BudgetExceededError: the walls cannot hold the server's line and any answer.
     """
     walled = WalledCounter(Remembered(ask.counter), ask.walls)  # each text counted once
     limit = ask.walls.tokens
-    # A first guess: the server's notice and the structured content's fields (~120 units, and
-    # ~70 a result for as many results as the budget may show), so that one store call is
-    # usually enough; the store gets at least 1, and says what it needs when that is too little.
-    budget = max(1, limit - walled.count(_notice(ask, "chars") or "") - _OVERHEAD)
-    budget = max(1, budget - _PER_RESULT * min(ask.results, budget // _RESULT_UNITS))
-    floor: int | None = None  # the smallest budget the store's text can take, once it said
-    overhead = 0
-    for attempt in range(_TRIES):
-        try:
-            response = fetch(budget, walled)
-        except StoreError as exc:
-            needed = _needed(exc)
-            if needed is None or needed <= budget:
-                raise
-            # The store's least budget (it can grow by a token or two from one ask to the
-            # next: its notice names the budget). Within the walls, ask again with it.
-            floor = budget = needed
-            if needed < limit:
-                continue
-            try:  # the smallest answer, to say what it needs whole
-                response = fetch(budget, walled)
-            except StoreError as again:
-                floor = max(floor, _needed(again) or floor)
-                overhead = overhead or _OVERHEAD
-                break
+    head = _notice(ask, None)
+    budget = limit - (0 if head is None else walled.count(head + "\n"))
+    for _ in range(_TRIES):
+        if budget < 1:
+            break
+        response = fetch(budget, walled)
         text, used = checked_text(response, budget, walled)
         bound = walled.bound(text) if response.truncated else None
-        notice = _notice(ask, bound)
-        blocks = [text] if notice is None else [notice, text]
-        size = walled.measure("\n".join(blocks))
-        info = Budget(
-            profile=ask.profile.name,
-            walls=WallsInfo(tokens=limit, chars=ask.walls.chars, bytes=ask.walls.bytes),
-            bound=bound,
-            max_tokens=min(ask.requested, limit),
-            requested_max_tokens=ask.requested,
-            clamped=ask.requested > limit,
-            counter=ask.counter.name,
-            text_tokens=sum(walled.inner.count(b) for b in blocks),
-            text_chars=size.chars - len(blocks) + 1,
-            text_bytes=size.bytes - len(blocks) + 1,
-        )
-        structured = _lean(response, info).model_dump(mode="json", exclude_none=True)
-        text_units = used + (walled.count(notice) if notice is not None else 0)
-        units = text_units + walled.count(serialized(structured))
+        head = _notice(ask, bound)
+        whole = text if head is None else f"{head}\n{text}"
+        units = used if head is None else walled.count(whole)
         if units <= limit:
-            return FittedAnswer(blocks, structured, units, text_units)
-        overhead = units - used
-        smallest = 1 if floor is None else floor
-        if budget <= smallest:
-            break
-        # The text must shrink, and the structured content shrinks with its results: first by
-        # the share the whole is over (a page of 100 results over by 10% keeps about 90 of
-        # them), the last tries by the whole excess, so that it ends.
-        over = units - limit
-        if attempt < _TRIES - 2:
-            over = -(-min(budget, used) * over // units)
-        budget = max(smallest, min(budget, used) - over)
-    least = (floor or 1) + overhead
+            return _fitted(ask, response, whole, units, bound, walled)
+        budget = min(budget, used) - (units - limit)  # the store's text less the excess
     msg = (
-        f"max_tokens={limit} cannot hold even the smallest answer here with its structured "
-        f"content (client profile {ask.profile.name}: {ask.walls.describe()}), which needs "
-        f"{least} tokens; use max_tokens >= {least}"
+        f"max_tokens={ask.requested} cannot hold the server's notice and an answer here "
+        f"(client profile {ask.profile.name}: {ask.walls.describe()})"
     )
     raise BudgetExceededError(msg)
 
 
-_NEEDED = re.compile(r"use max_tokens >= (\d+)")
-
-
-def _needed(exc: StoreError) -> int | None:
-    """The least budget a store error says its text needs, if it says one."""
-    found = _NEEDED.search(str(exc))
-    return None if found is None else int(found[1])
+def _fitted(
+    ask: Ask,
+    response: SearchResponse | ReadResponse,
+    text: str,
+    units: int,
+    bound: Wall | None,
+    walled: WalledCounter,
+) -> FittedAnswer:
+    size = walled.measure(text)
+    limit = ask.walls.tokens
+    info = Budget(
+        profile=ask.profile.name,
+        walls=WallsInfo(tokens=limit, chars=ask.walls.chars, bytes=ask.walls.bytes),
+        bound=bound,
+        max_tokens=min(ask.requested, limit),
+        requested_max_tokens=ask.requested,
+        clamped=ask.requested > limit,
+        counter=ask.counter.name,
+        text_tokens=size.tokens,
+        text_chars=size.chars,
+        text_bytes=size.bytes,
+    )
+    page = _lean(response, info).model_dump(mode="json", exclude_none=True)
+    return FittedAnswer(text, units, size.tokens, page, bound)

@@ -1,17 +1,17 @@
 """Answers that list files (`ingest`'s report, `stats`), fitted whole to the client's walls.
 
-Such an answer is a pydantic model sent twice: as one text block (its compact JSON) and as
-structured content (the same JSON). Both copies count against the caller's walls, so a long
-list of files is shortened (the first entries kept, its count or `problems_omitted` saying the
-rest) until the text block, a newline and the structured content serialized as compact JSON fit
-`budget` units of the counter (a `ragbudget.limits.WalledCounter` for the client's profile, so
-characters and bytes count too), rather than letting the server's guard cut the JSON.
+Such an answer is a pydantic model sent as one text block, its compact JSON (no structured
+content: every client's model then reads the same block, see `answers`). A long list of files
+is shortened (the first entries kept, its count or `problems_omitted` saying the rest) until
+the block fits `budget` units of the counter (a `ragbudget.limits.WalledCounter` for the
+client's profile, so characters and bytes count too), rather than letting the server's guard
+cut the JSON.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from pydantic import BaseModel
 from ragbudget.counters import TokenCounter
@@ -24,24 +24,21 @@ __all__ = ["answer_json", "answer_units", "fit_listing", "fit_report"]
 M = TypeVar("M", bound=BaseModel)
 
 
-def answer_json(answer: BaseModel) -> tuple[str, dict[str, Any]]:
-    """The text block and the structured content a client gets for `answer`."""
-    structured = answer.model_dump(mode="json")
-    return serialized(structured), structured
+def answer_json(answer: BaseModel) -> str:
+    """The text block a client gets for `answer`: its compact JSON."""
+    return serialized(answer.model_dump(mode="json"))
 
 
 def answer_units(answer: BaseModel, counter: TokenCounter) -> int:
-    """Units of `answer`'s text block and structured content together, as a client that shows
-    both (joined by a newline) reads them."""
-    text, structured = answer_json(answer)
-    return counter.count(text) + counter.count("\n") + counter.count(serialized(structured))
+    """Units of `answer`'s text block."""
+    return counter.count(answer_json(answer))
 
 
 def fit_listing(
     answer: M, longest: int, shorten: Callable[[M, int], M], budget: int, counter: TokenCounter
 ) -> M:
     """`answer`, or `shorten(answer, keep)` for the largest `keep` below `longest` (the longest
-    list's length) whose text and structured content fit `budget` together; `shorten(answer, 0)`
+    list's length) whose text block fits `budget`; `shorten(answer, 0)`
     when none does (the guard's to cut then). Never mutates `answer`."""
     if answer_units(answer, counter) <= budget:
         return answer
@@ -66,7 +63,7 @@ def _trim(report: IngestReport, keep: int) -> IngestReport:
 
 def fit_report(report: IngestReport, budget: int, counter: TokenCounter) -> IngestReport:
     """`report`, or a copy listing only the first files of each list, whose JSON fits `budget`
-    twice (the text block and the structured content, by `counter`).
+    (by `counter`).
 
     The counts (`files_seen`, `files_ingested`, chunks) stay whole; `problems_omitted` says how
     many entries were left out. Never mutates `report`.

@@ -1,14 +1,12 @@
 """The four MCP tools: budgeted `search`, paged `read_document`, rooted `ingest`, and `stats`.
 
-Budget rule for `search` and `read_document`: the text content blocks a client receives,
-counted one by one with the server's counter, add up to at most the effective `max_tokens`.
-The result's single data block is the store's own `to_text()` (budgeted by the store, whose
-measured count the server checks before it leaves: see `budgeting`); when the ask was above the
-server's ceiling, a short clamp notice comes first as its own block and the store gets the
-ceiling minus that notice's tokens. The structured content (the pydantic response, matching
-the declared output schema) is not sent a second time as text. The count travels with the
-result to the server's `TokenBudgetMiddleware` (`ServerState.measured`), so each answer is
-counted once.
+What the model reads: each answer is one text block and no structured content (clients that
+forward `structuredContent` then forward the text; see `answers`), so every client's model
+reads the passages, the notice and the way to continue, and the walls are checked on that
+block. `format="json"` makes the block the whole response as JSON, for programs; the page's
+fields are also in `_meta["ragbudget"]`, which no client shows its model. The block's count
+travels with the result to the server's `TokenBudgetMiddleware` (`ServerState.measured`), so
+each answer is counted once.
 """
 
 from __future__ import annotations
@@ -30,7 +28,7 @@ from ragbudget._shown import shown
 from ragbudget.counters import TokenCounter
 from ragbudget.limits import WalledCounter, profile_names
 
-from ragbudget_server.mcp.answers import Ask, FittedAnswer, ReadAnswer, SearchAnswer, fit_answer
+from ragbudget_server.mcp.answers import Ask, fit_answer
 from ragbudget_server.mcp.budgeting import BudgetExceededError
 from ragbudget_server.mcp.client import client_name, log_if_asked
 from ragbudget_server.mcp.errors import refuse
@@ -108,16 +106,14 @@ async def _state(ctx: Context) -> ServerState:
     return state
 
 
-async def _ask(
-    ctx: Context, state: ServerState, max_tokens: int, format: str, results: int = 0
-) -> Ask:
+async def _ask(ctx: Context, state: ServerState, max_tokens: int, format: str) -> Ask:
     """This call's budget: the caller's profile, its walls in the counter's tokens, capped by
-    the server's ceiling and the ask (`results`: the most results it may list)."""
+    the server's ceiling and the ask."""
     profile = state.profile(client_name(ctx))
     counter = state.counter_for_profile(format, profile)
     walls = profile.walls(counter)
     walls = walls.with_tokens(min(walls.tokens, state.ceiling, max_tokens))
-    return Ask(profile=profile, walls=walls, requested=max_tokens, counter=counter, results=results)
+    return Ask(profile=profile, walls=walls, requested=max_tokens, counter=counter)
 
 
 async def _budgeted(
@@ -125,46 +121,22 @@ async def _budgeted(
     state: ServerState,
     ask: Ask,
     fetch: Callable[[int, TokenCounter], R],
-    warning: Callable[[FittedAnswer], str | None],
+    what: str,
 ) -> ToolResult:
-    """Run a store call within the caller's walls and package what the client receives.
-
-    The content is the server's notice (when the ask was clamped or a wall cut the answer:
-    it names the profile and the wall) and the store's `to_text()`; the structured content is
-    the lean `SearchAnswer`/`ReadAnswer`. All of it together fits every wall (`fit_answer`),
-    counted once; the blocks' count goes to the server's guard with the result
-    (`ServerState.measured`), which does not count them again.
-    """
+    """Run a store call within the caller's walls: one text block (`fit_answer`), counted
+    once; the count goes to the server's guard with the result (`ServerState.measured`)."""
     try:
         fitted = await anyio.to_thread.run_sync(fit_answer, ask, fetch)
     except (StoreError, BudgetExceededError) as exc:
         raise refuse(exc, ask.walls.tokens, WalledCounter(ask.counter, ask.walls)) from exc
-    message = warning(fitted)
-    if message is not None:
-        await log_if_asked(ctx, "warning", message)
+    if fitted.bound is not None:
+        walls = f"client profile {ask.profile.name}: {ask.walls.describe()}"
+        await log_if_asked(ctx, "warning", f"{what}: stopped at the {fitted.bound} wall ({walls})")
     result = ToolResult(
-        content=[TextContent(type="text", text=block) for block in fitted.blocks],
-        structured_content=fitted.structured,
-        meta={
-            "ragbudget": {
-                "profile": ask.profile.name,
-                "max_tokens": min(ask.requested, ask.walls.tokens),
-                "requested_max_tokens": ask.requested,
-                "clamped": ask.requested > ask.walls.tokens,
-                "text_tokens": fitted.text_units,
-                "answer_units": fitted.units,
-                "counter": ask.counter.name,
-            }
-        },
+        content=[TextContent(type="text", text=fitted.text)],
+        meta={"ragbudget": fitted.page},
     )
-    return state.measured(result, fitted.text_units, ask.counter)  # counted once
-
-
-def _cut_message(what: str, fitted: FittedAnswer) -> str | None:
-    budget = fitted.structured["budget"]
-    if budget.get("bound") is None:
-        return None
-    return f"{what}: {fitted.blocks[0].strip('[]')}"  # the server's notice names the wall
+    return state.measured(result, fitted.tokens, ask.counter)  # counted once
 
 
 async def search(
@@ -269,8 +241,8 @@ async def search(
             hybrid=state.settings.hybrid,
         )
 
-    ask = await _ask(ctx, state, max_tokens, format, results=limit)
-    return await _budgeted(ctx, state, ask, fetch, partial(_cut_message, f"search {shown(query)}"))
+    ask = await _ask(ctx, state, max_tokens, format)
+    return await _budgeted(ctx, state, ask, fetch, f"search {shown(query)}")
 
 
 async def read_document(
@@ -340,9 +312,7 @@ async def read_document(
         )  # fmt: skip
 
     ask = await _ask(ctx, state, max_tokens, format)
-    return await _budgeted(
-        ctx, state, ask, fetch, partial(_cut_message, f"read_document {shown(source)}")
-    )
+    return await _budgeted(ctx, state, ask, fetch, f"read_document {shown(source)}")
 
 
 async def ingest(
@@ -412,15 +382,14 @@ def _listing_counter(ctx: Context, state: ServerState) -> WalledCounter:
 def _listing_result(
     state: ServerState, answer: BaseModel, walled: WalledCounter, omitted: int
 ) -> ToolResult:
-    """`answer` (fitted by `fit_listing`) as its JSON text block and structured content,
-    vouched for with the server's guard (which then does not count or cut it) when it fits the
-    walls; an answer over them even with its lists emptied (a tiny ceiling) is left to the
-    guard to cut, never vouched for."""
-    text, structured = answer_json(answer)
+    """`answer` (fitted by `fit_listing`) as its JSON text block (no structured content: see
+    `answers`), vouched for with the server's guard (which then does not count or cut it)
+    when it fits the walls; an answer over them even with its lists emptied (a tiny
+    ceiling) is left to the guard to cut, never vouched for."""
+    text = answer_json(answer)
     units = answer_units(answer, walled)
     result = ToolResult(
         content=[TextContent(type="text", text=text)],
-        structured_content=structured,
         meta={
             "ragbudget": {
                 "walls": walled.walls.describe(),
@@ -471,18 +440,11 @@ async def stats(ctx: Context) -> ToolResult:
 _READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 
 
-def _schema(model: type[BaseModel]) -> dict[str, Any]:
-    return model.model_json_schema(mode="serialization")
-
-
 def register_tools(mcp: FastMCP[Any], settings: ServerSettings) -> None:
     """Add the tools to `mcp`; `ingest` only when `settings` allows at least one root."""
     add = mcp.add_tool
-    add(Tool.from_function(search, annotations=_READ_ONLY, output_schema=_schema(SearchAnswer)))
-    add(
-        Tool.from_function(read_document, annotations=_READ_ONLY, output_schema=_schema(ReadAnswer))
-    )
-    add(Tool.from_function(stats, annotations=_READ_ONLY, output_schema=_schema(ServerStats)))
+    for tool in (search, read_document, stats):
+        add(Tool.from_function(tool, annotations=_READ_ONLY, output_schema=None))
     if settings.ingest_enabled:
         add(
             Tool.from_function(
@@ -493,6 +455,6 @@ def register_tools(mcp: FastMCP[Any], settings: ServerSettings) -> None:
                     idempotent_hint=True,
                     open_world_hint=False,
                 ),
-                output_schema=_schema(IngestReport),
+                output_schema=None,
             )
         )
