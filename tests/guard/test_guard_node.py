@@ -53,14 +53,14 @@ def within_walls(result: Any, profile: str, max_tokens: int | None = None) -> No
 
 def same_tools(direct: Any, guarded: Any) -> None:
     """The guarded list is the direct one plus `more`, each tool unchanged but for one line at
-    the end of its description."""
+    the end of its description and no output schema (a cut result is text only)."""
     plain = {tool.name: tool for tool in direct.tools}
     wrapped = {tool.name: tool for tool in guarded.tools}
     assert set(wrapped) == {*plain, "more"}
     for name, tool in plain.items():
         other = wrapped[name]
         assert other.input_schema == tool.input_schema, name
-        assert other.output_schema == tool.output_schema, name
+        assert other.output_schema is None, name
         assert other.annotations == tool.annotations, name
         assert other.title == tool.title, name
         head, _, note = other.description.rpartition("\n\n")

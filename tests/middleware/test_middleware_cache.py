@@ -195,7 +195,7 @@ def test_the_cache_holds_no_more_memory_than_cache_bytes(exact_counter: TokenCou
         before = tracemalloc.get_traced_memory()[0]
         for _ in range(4):
             result = _large_json_result(5_000)[0]
-            middleware.guard.cut(result, 1000, "big", None)
+            middleware.guard.cut(result, 1000, "big")
             del result
             gc.collect()
             held = tracemalloc.get_traced_memory()[0] - before
@@ -205,5 +205,5 @@ def test_the_cache_holds_no_more_memory_than_cache_bytes(exact_counter: TokenCou
         tracemalloc.stop()
     assert len(middleware.cache) == 2  # each result evicted the oldest
     small = TokenBudgetMiddleware(1000, counter=exact_counter, cache_bytes=1_000_000)
-    notice = texts(small.guard.cut(_large_json_result(5_000)[0], 1000, "big", None).result)[-1]
+    notice = texts(small.guard.cut(_large_json_result(5_000)[0], 1000, "big").result)[-1]
     assert "not kept (larger than the page cache)" in notice and next_call(notice) is None

@@ -84,13 +84,14 @@ def test_json_results(value: Any, budget: int, exact_counter: TokenCounter) -> N
     middleware = TokenBudgetMiddleware(budget, counter=exact_counter)
     if middleware.guard.within(result, budget):
         return
-    cut = middleware.guard.cut(result, budget, "random", None).result
+    cut = middleware.guard.cut(result, budget, "random").result
     assert _visible(cut, exact_counter) <= budget
     shown = json.loads(texts(cut)[0])
-    if cut.structured_content is None:  # the documented drop, when the copy cannot fit beside
-        assert "Structured content dropped" in texts(cut)[-1]  # the text: the notice says so
-    else:
-        assert cut.structured_content == (shown if isinstance(value, dict) else {"result": shown})
+    assert cut.structured_content is None  # a cut result is text only: every client reads it
+    assert result.structured_content == structured  # the tool's own result is not changed
+    if len(cut.content) == 1:  # the text alone fits once its mirror is dropped: sent whole
+        assert texts(cut) == [dumps(value)]
+        return
     pages = [json.loads(body) for body in _walk(middleware, cut, exact_counter)]
     assert join_pages(shown, pages) == value
 
@@ -102,7 +103,7 @@ def test_text_results(text: str, budget: int, exact_counter: TokenCounter) -> No
     middleware = TokenBudgetMiddleware(budget, counter=exact_counter)
     if middleware.guard.within(result, budget):
         return
-    cut = middleware.guard.cut(result, budget, "random", None).result
+    cut = middleware.guard.cut(result, budget, "random").result
     assert _visible(cut, exact_counter) <= budget
     first = texts(cut)[0]
     assert text.startswith(first)
@@ -117,7 +118,7 @@ def test_several_text_blocks_count_together(blocks: int, exact_counter: TokenCou
     result = ToolResult(content=[TextContent(type="text", text=part) for _ in range(blocks)])
     middleware = TokenBudgetMiddleware(1000, counter=exact_counter)
     assert not middleware.guard.within(result, 1000)
-    cut = middleware.guard.cut(result, 1000, "blocks", None).result
+    cut = middleware.guard.cut(result, 1000, "blocks").result
     assert _visible(cut, exact_counter) <= 1000
     whole = "".join([texts(cut)[0], *_walk(middleware, cut, exact_counter)])
     assert whole == "\n\n".join([part] * blocks)
@@ -162,7 +163,7 @@ def test_every_result_and_page_stops_at_the_first_wall(
     if guard.within(result, walls.tokens):
         assert _within([text] + ([dumps(structured)] if mirror else []), walls, exact_counter)
         return
-    cut = guard.cut(result, walls.tokens, "random", None).result
+    cut = guard.cut(result, walls.tokens, "random").result
     parts = texts(cut) + ([] if cut.structured_content is None else [dumps(cut.structured_content)])
     assert _within(parts, walls, exact_counter)
     call, bodies = next_call(texts(cut)[-1]), []

@@ -46,12 +46,13 @@ async def test_each_client_gets_its_profiles_walls(profile: str) -> None:
     async with _client(server, NAMES[profile]) as client:
         log = await client.call_tool("read_log")
         assert over(log, walls) == []
-        notice = readable(log)[-2]  # the last text block (the structured mirror follows)
+        assert log.structured_content is None  # a cut result is text only
+        notice = readable(log)[-1]
         assert f"bound; profile {profile})" in notice
         assert "".join([log.content[0].text, *await read_all(client, log, walls)]) == LOG
         items = await client.call_tool("list_items")
         assert over(items, walls) == []
-        assert items.data == json.loads(items.content[0].text)  # mirror shortened the same way
+        assert items.structured_content is None and json.loads(items.content[0].text)
         pages = [json.loads(b) for b in await read_all(client, items, walls)]
         assert join_pages(json.loads(items.content[0].text), pages) == ITEMS
         for tool in ("account_tree", "greetings", "report", "strict_rows", "screenshot"):
@@ -147,11 +148,10 @@ async def test_structured_content_is_budgeted_when_the_text_fits() -> None:
         result = await client.call_tool("table")
     assert over(result, Walls(2_000)) == []
     assert result.content[0].text == "9,000 rows"  # the text is whole
-    kept = result.structured_content["rows"]
-    assert result.structured_content["total"] == 9000 and kept == rows[: len(kept)]
-    assert "the text is whole. Structured content shortened ($.rows: kept" in (
-        result.content[-1].text
-    )
+    assert result.structured_content is None  # sent as JSON text, cut as JSON
+    shown = json.loads(result.content[1].text)
+    assert shown["total"] == 9000 and shown["rows"] == rows[: len(shown["rows"])]
+    assert "$.rows: kept" in result.content[-1].text
 
 
 async def test_the_nested_mirror_keeps_matching_and_pages_back() -> None:
@@ -160,7 +160,7 @@ async def test_the_nested_mirror_keeps_matching_and_pages_back() -> None:
     async with Client(server) as client:
         result = await client.call_tool("account_tree")
         shown = json.loads(result.content[0].text)
-        assert result.structured_content == shown
+        assert result.structured_content is None
         assert over(result, Walls(3_000, chars=DEFAULT_PROFILE.chars)) == []
         pages = [json.loads(b) for b in await read_all(client, result, Walls(3_000))]
     assert join_pages(shown, pages) == NESTED

@@ -100,6 +100,45 @@ def whole_answer(result: Any) -> str:
     return "\n".join(blocks)
 
 
+RULES = ("text", "structured", "both")
+"""What a client gives its model of a tool result: the text blocks only (Gemini CLI), the
+structured content as `JSON.stringify` writes it when there is any, else the text (Claude Code,
+Codex, VS Code, Cursor, pydantic-ai), or both."""
+
+
+def model_view(result: Any, rule: str) -> str:
+    """What a client following `rule` (one of `RULES`) shows its model of `result`."""
+    texts = "\n".join(text_blocks(result))
+    if hasattr(result, "structured_content"):
+        structured = result.structured_content
+    else:
+        structured = result.get("structuredContent") if isinstance(result, dict) else None
+    wire = None
+    if structured is not None:
+        wire = json.dumps(structured, ensure_ascii=False, separators=(",", ":"))
+    if rule == "text" or wire is None:
+        return texts
+    return wire if rule == "structured" else f"{texts}\n{wire}"
+
+
+def assert_model_reads_the_answer(result: Any, view: str) -> None:
+    """`view` (a `model_view` of a `search` or `read_document` answer) holds the passages the
+    text holds, every result's lines, and, when the answer stops early, its notice and the
+    cursor or offset that continues."""
+    (text,) = text_blocks(result)
+    assert text in view, "the model must read the passages"
+    page = page_of(result)
+    json_format = page["format"] == "json"
+    for ref in page.get("results", ()):
+        lines = f'"start_line":{ref["start_line"]}' if json_format else f":{ref['start_line']}-"
+        assert lines in view, ref
+    if page.get("next_cursor"):
+        assert page["next_cursor"] in view and "[Showing results" in view
+    elif page.get("next_offset") is not None and "results" not in page:
+        offset = page["next_offset"]
+        assert (f'"next_offset":{offset}' if json_format else f"offset={offset}") in view
+
+
 def assert_within_walls(profile: ClientProfile, whole: str) -> None:
     """`whole` (an answer as `whole_answer` gives it) within `profile`'s walls, by the real
     tokenizers (exact o200k and cl100k), characters (UTF-16 units and code points) and bytes."""

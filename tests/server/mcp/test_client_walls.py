@@ -2,11 +2,13 @@
 
 `ragbudget serve` at its defaults (the store's estimate counter) is asked `search` and
 `read_document` at budgets up to far above any wall, by an `mcp.ClientSession` sending each
-profile's `clientInfo.name`. Each answer, its text blocks plus its structured content serialized
-as compact JSON, stays within that profile's walls: tokens by exact o200k and cl100k (the
-token wall is the server's margin-covered estimate, so an exact count must be within it), and
-characters (UTF-16 units and code points) and UTF-8 bytes. The structured content holds no
-result's text, and log messages come only when a level was asked for.
+profile's `clientInfo.name`, and each truncated answer is continued with the cursor or offset
+it names. Each answer is rendered as each client rule forwards it (`mcp_helpers.RULES`: the
+text blocks, the structured content when present, both): under every rule the model reads the
+passages, every result's lines, the notice and the continuation, within that profile's walls:
+tokens by exact o200k and cl100k (the token wall is the server's margin-covered estimate, so
+an exact count must be within it), characters (UTF-16 units and code points) and UTF-8 bytes.
+Log messages come only when a level was asked for.
 
 The server reads the name per request, so one streamable HTTP process serves every profile's
 session (each process start costs seconds); the default profile and the log level are asked
@@ -27,9 +29,12 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_helpers import (
+    RULES,
+    assert_model_reads_the_answer,
     assert_within_walls,
     http_server,
     listing_of,
+    model_view,
     page_of,
     serve_command,
     whole_answer,
@@ -113,7 +118,16 @@ async def _session_calls(
         for tool, args in ASKS:
             if tool == "read_document":
                 args = {**args, "source": topics}
-            results.append(await session.call_tool(tool, args))
+            result = await session.call_tool(tool, args)
+            results.append(result)
+            page = page_of(result) if not result.is_error else {}
+            if page.get("next_cursor"):  # the continuation the notice names
+                results.append(
+                    await session.call_tool(tool, {**args, "cursor": page["next_cursor"]})
+                )
+            elif tool == "read_document" and page.get("next_offset") is not None:
+                following = {**args, "offset": page["next_offset"]}
+                results.append(await session.call_tool(tool, following))
         stats = await session.call_tool("stats", {})
     return [results, stats, logs]
 
@@ -137,6 +151,10 @@ async def test_every_answer_is_within_the_walls_of_the_client_that_asked(
         assert not result.is_error, result.content
         whole = whole_answer(result)
         assert_within_walls(profile, whole)
+        for rule in RULES:  # whichever field the client gives its model
+            view = model_view(result, rule)
+            assert_within_walls(profile, view)
+            assert_model_reads_the_answer(result, view)
         budget = page_of(result)["budget"]
         assert budget["profile"] == profile.name
         if budget["clamped"] or budget.get("bound") in ("chars", "bytes"):

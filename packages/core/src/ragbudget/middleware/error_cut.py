@@ -30,7 +30,7 @@ def cut_error(
     result = ToolResult(content=[TextContent(type="text", text=message)], is_error=True)
     target = units
     for _ in range(RETRIES):
-        outcome = guard.cut(result, target, tool, None)
+        outcome = guard.cut(result, target, tool)
         blocks = [b.text for b in outcome.result.content if isinstance(b, TextContent)]
         text = SEPARATOR.join(block for block in blocks if block)
         used = guard.size(text, units)

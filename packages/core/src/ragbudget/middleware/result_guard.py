@@ -1,20 +1,19 @@
-"""Cutting one tool result to its walls: its text, its JSON, its structured content, media.
+"""Cutting one tool result to its walls: its text, its JSON, media; structured content as text.
 
-The walls cover everything a model may read: the text blocks (counted one by one and added
-up), any image, audio or embedded resource kept (counted on its base64 data or text), and the
-structured content as it goes on the wire (`structured.wire_json`). Sizes are budget units of a
-`WalledCounter` (tokens, characters and bytes at once), so a result within `walls.tokens` units
-is within every wall. A result within them is returned as it is. When only media are over,
+The walls cover everything a model may read, under any client's rule (text, structured content
+or both): the text blocks (counted one by one and added up), any image, audio or embedded
+resource kept (counted on its base64 data or text), and the structured content as it goes on
+the wire (`structured.wire_json`). Sizes are budget units of a `WalledCounter` (tokens,
+characters and bytes at once), so a result within `walls.tokens` units is within every wall.
+A result within them is returned as it is. A result over them is made text only
+(`structured.text_only`), so every client forwards its text. When only media are then over,
 those that do not fit are replaced by one note. Otherwise `text_cut` cuts: JSON is shortened
 with `json_trim` (still valid, same shape), other text after a line; media are replaced by a
-note; structured content is shortened as the `structured` module says; a notice block at the
-end says what was left out, which wall bound, which profile is in force, and which
-`more(handle=..., offset=...)` call continues.
+note; a notice block at the end says what was left out, which wall bound, which profile is in
+force, and which `more(handle=..., offset=...)` call continues.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from fastmcp.tools import ToolResult
 from mcp_types import (
@@ -32,7 +31,7 @@ from ragbudget.limits import Wall, WalledCounter, Walls
 from ragbudget.middleware.outcome import GuardOutcome, rebuild
 from ragbudget.middleware.page_cache import PageCache
 from ragbudget.middleware.paging import Remainder
-from ragbudget.middleware.structured import wire_json
+from ragbudget.middleware.structured import text_only, wire_json
 from ragbudget.middleware.text_cut import TextCut
 
 __all__ = ["ResultGuard", "visible_text"]
@@ -131,21 +130,16 @@ class ResultGuard:
         """True when everything the model may read counts at most `budget` units."""
         return self.used(result, budget) <= budget
 
-    def cut(
-        self, result: ToolResult, budget: int, tool: str, schema: dict[str, Any] | None
-    ) -> GuardOutcome:
-        """`result` within `budget`: see the module docstring. `schema` is the tool's output
-        schema, which shortened structured content must still match (else it is dropped)."""
+    def cut(self, result: ToolResult, budget: int, tool: str) -> GuardOutcome:
+        """`result` within `budget`, as text only (`structured.text_only`): see the module
+        docstring."""
+        result = text_only(result)
         texts = [b.text for b in result.content if isinstance(b, TextContent)]
         text_units = sum(self.size(text, budget) for text in texts)
-        structured = result.structured_content
-        structured_units = 0 if structured is None else self.size(wire_json(structured), budget)
         media: list[ContentBlock] = [b for b in result.content if not isinstance(b, TextContent)]
-        if text_units + structured_units <= budget:
-            return self._cut_media(result, budget, budget - text_units - structured_units, tool)
-        return TextCut(self, result, budget, tool, schema, texts, media).run(
-            text_units, structured_units
-        )
+        if text_units <= budget:
+            return self._cut_media(result, budget, budget - text_units, tool)
+        return TextCut(self, result, budget, tool, texts, media).run()
 
     def _cut_media(self, result: ToolResult, budget: int, left: int, tool: str) -> GuardOutcome:
         """The text fits: keep the media that fit what is left, in order; note the others."""

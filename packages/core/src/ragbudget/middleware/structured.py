@@ -1,38 +1,34 @@
-"""Structured content under the walls: what mirrors the text, and what is checked against schemas.
+"""Structured content and what a client's model reads of it.
 
-A client may show the model a result's `content`, its `structuredContent`, or both, so both
-are budgeted together: the text blocks plus the structured content serialized as it goes on
-the wire (compact JSON, non-ASCII kept: `json_trim.dumps`).
+Clients differ on which field of a tool result they give their model: Claude Code, Codex, VS
+Code, Cursor and pydantic-ai send `JSON.stringify(structuredContent)` whenever it is present
+and drop the text blocks; Gemini CLI and others read only the text; some send both. So:
 
-fastmcp renders a list, dict or model return twice: as JSON text and as structured content
-that *mirrors* it (the same value, or `{"result": value}` for a list or a scalar). A mirror is
-shortened the same way as the text, so the two still agree; structured content of its own is
-shortened separately to its share of the walls. Either way it must still match the tool's
-output schema, or it is dropped with a note (and the server's author is told at WARNING).
+- a result within its walls is measured as a client that forwards both reads it (the text
+  blocks plus the structured content serialized as it goes on the wire: `wire_json`), which
+  covers the other two rules too;
+- a result that must be cut is first made text only (`text_only`): structured content that
+  mirrors the text (fastmcp renders a list, dict or model return as JSON text and as the same
+  value, or `{"result": value}`; the reference filesystem server sends `{"content": text}`)
+  is dropped, other structured content becomes one more JSON
+  text block. The cut's notice and handle are then in the one field every client forwards.
+  The middleware lists budgeted tools without their output schema, since a cut result no
+  longer carries the structured content a schema promises (as fastmcp's own response limiter
+  does).
 """
 
 from __future__ import annotations
 
 import json
-from functools import lru_cache
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
+from fastmcp.tools import ToolResult
+from mcp_types import ContentBlock, TextContent
 
-from ragbudget.counters import TokenCounter, count_up_to, stops_early
 from ragbudget.middleware.json_trim import dumps
+from ragbudget.middleware.outcome import rebuild
 
-__all__ = [
-    "Mirror",
-    "MirrorCounter",
-    "mirror_of",
-    "parse_json",
-    "schema_error",
-    "wire_json",
-]
-
-Mirror = Literal["same", "wrap"]
-"""How structured content mirrors the text: the same value, or `{"result": value}`."""
+__all__ = ["parse_json", "text_only", "wire_json"]
 
 
 def wire_json(structured: dict[str, Any]) -> str:
@@ -51,63 +47,29 @@ def parse_json(text: str) -> Any:
     return value if isinstance(value, (dict, list)) else None
 
 
-def mirror_of(structured: dict[str, Any] | None, value: Any, text: str) -> Mirror | None:
-    """How `structured` mirrors a text whose JSON value is `value` (None: not JSON), if it does."""
-    if structured is None:
-        return None
+def _mirrors(structured: dict[str, Any], texts: list[str]) -> bool:
+    """Whether `structured` repeats the text: the same value, or one key holding it (fastmcp's
+    `{"result": value}`, the reference filesystem server's `{"content": text}`)."""
+    if len(texts) != 1:
+        return False
+    value = parse_json(texts[0])
     if value is not None and structured == value:
-        return "same"
-    if structured == {"result": value if value is not None else text}:
-        return "wrap"
-    return None
+        return True
+    if len(structured) != 1:
+        return False
+    (held,) = structured.values()
+    return held == texts[0] or (value is not None and held == value)
 
 
-def mirrored(mirror: Mirror, shown: Any) -> Any:
-    """The structured content that mirrors a shown value (or text) as `mirror` says."""
-    return shown if mirror == "same" else {"result": shown}
-
-
-class MirrorCounter:
-    """Counts a text and its `{"result": text}` mirror together: what a text page costs when
-    the structured content repeats it."""
-
-    exact = False
-
-    def __init__(self, inner: TokenCounter) -> None:
-        self.inner, self.name = inner, inner.name
-
-    def count(self, text: str) -> int:
-        return self.inner.count(text) + self.inner.count(wire_json({"result": text}))
-
-    @property
-    def stops_early(self) -> bool:
-        return stops_early(self.inner)
-
-    def count_up_to(self, text: str, limit: int) -> int:
-        """As `count`, each part counted only up to what is left of `limit`."""
-        used = count_up_to(self.inner, text, limit)
-        if used > limit:
-            return used
-        return used + count_up_to(self.inner, wire_json({"result": text}), limit - used)
-
-
-@lru_cache(maxsize=128)
-def _adapter(schema: str) -> TypeAdapter[Any]:
-    from fastmcp.utilities.json_schema_type import json_schema_to_type_adapter
-
-    adapter: TypeAdapter[Any] = json_schema_to_type_adapter(json.loads(schema))
-    return adapter
-
-
-def schema_error(value: Any, schema: dict[str, Any] | None) -> str | None:
-    """Why `value` is not structured content matching `schema` (None when it is, or when
-    there is no schema and it is an object)."""
-    if not isinstance(value, dict):
-        return "not an object"
-    if schema is None:
-        return None
-    try:
-        _adapter(json.dumps(schema, sort_keys=True)).validate_python(value)
-    except ValidationError as exc:
-        return str(exc).splitlines()[0]
-    return None
+def text_only(result: ToolResult) -> ToolResult:
+    """`result` with no structured content, its text saying all it said: a mirror of the text
+    is dropped, other structured content is added as one JSON text block (a copy; `result` is
+    not changed)."""
+    structured = result.structured_content
+    if structured is None:
+        return result
+    texts = [b.text for b in result.content if isinstance(b, TextContent)]
+    content: list[ContentBlock] = list(result.content)
+    if not _mirrors(structured, texts):
+        content.append(TextContent(type="text", text=wire_json(structured)))
+    return rebuild(result, content, None)

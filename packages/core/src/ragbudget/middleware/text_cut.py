@@ -1,12 +1,12 @@
-"""One cut of a result over its walls: the first page, structured content, notice and handle.
+"""One cut of a result over its walls: the first page, the notice and the handle, as text.
 
-The text blocks are joined (a single block that holds a JSON list or object is shortened as
-JSON, anything else after a line) and the largest first page that fits is kept, with what was
-left out handed to the page cache as a `Remainder`. Structured content is budgeted with the
-text (`structured`): a mirror of the text is shortened with it, so each takes about half the
-walls; structured content of its own gets a share (up to half, more when the text is short)
-and the text the rest. Media are replaced by one note. The notice says what was left out,
-which wall bound, which profile is in force, and how to read on.
+A cut result carries no structured content (`structured.text_only` made its text say all of
+it first): clients that forward `structuredContent` then forward the text, so every client's
+model reads the cut, the notice and the handle. The text blocks are joined (a single block that
+holds a JSON list or object is shortened as JSON, anything else after a line) and the largest
+first page that fits is kept, with what was left out handed to the page cache as a
+`Remainder`. Media are replaced by one note. The notice says what was left out, which wall
+bound, which profile is in force, and how to read on.
 """
 
 from __future__ import annotations
@@ -19,26 +19,12 @@ from mcp_types import ContentBlock, TextContent
 from ragbudget.middleware.json_trim import Cut, dumps, trim
 from ragbudget.middleware.outcome import RETRIES, GuardOutcome, rebuild
 from ragbudget.middleware.paging import Remainder, Segment, first_text_page, more_call
-from ragbudget.middleware.structured import (
-    MirrorCounter,
-    mirror_of,
-    mirrored,
-    parse_json,
-    schema_error,
-    wire_json,
-)
+from ragbudget.middleware.structured import parse_json
 
 if TYPE_CHECKING:
     from ragbudget.middleware.result_guard import ResultGuard
 
-__all__ = ["NOTICE_ROOM", "TextCut"]
-
-NOTICE_ROOM = 200
-"""Units left for the notice when structured content of its own is given its share."""
-
-Structured = tuple[dict[str, Any] | None, str, str | None]
-"""Structured content to send, a phrase for the notice, and the schema mismatch that made it
-be dropped (if it was)."""
+__all__ = ["TextCut"]
 
 
 def _cut_list(cuts: list[Cut], limit: int = 3) -> str:
@@ -55,7 +41,7 @@ def _cuts(remainder: Remainder) -> list[Cut]:
 
 
 class TextCut:
-    """One cut of a result whose text and structured content together are over the budget."""
+    """One cut of a text-only result (`structured.text_only`) over the budget."""
 
     def __init__(
         self,
@@ -63,93 +49,47 @@ class TextCut:
         result: ToolResult,
         budget: int,
         tool: str,
-        schema: dict[str, Any] | None,
         texts: list[str],
         media: list[ContentBlock],
     ) -> None:
-        self.guard, self.result, self.budget, self.tool, self.schema = (
-            guard, result, budget, tool, schema,
-        )  # fmt: skip
+        self.guard, self.result, self.budget, self.tool = guard, result, budget, tool
+        self.lead: list[str] = []
+        """Blocks before a last block of JSON, shown whole on the first page (structured
+        content of its own comes last: `structured.text_only`)."""
+        last = parse_json(texts[-1]) if len(texts) > 1 else None
+        if last is not None and sum(guard.size(t, budget) for t in texts[:-1]) <= budget // 2:
+            self.lead, texts = texts[:-1], texts[-1:]
         self.text = texts[0] if len(texts) == 1 else "\n\n".join(texts)
         self.value = parse_json(self.text) if len(texts) == 1 else None
         self.note = guard.media_note(budget, media)
         self.handle = guard.cache.new_handle()
-        self.mirror = mirror_of(result.structured_content, self.value, self.text)
 
     def _remainder(self, root: Any, segments: list[Segment]) -> Remainder:
         return Remainder(root, segments, walls=self.guard.walls(self.budget), tool=self.tool)
 
-    def _body(self, budget: int) -> tuple[str, Any, Remainder, bool]:
-        """The first page within `budget` units (with its mirror, if any), the shown value,
-        what is left, and whether the mirror fits with it."""
-        count, mirror = self.guard.size, self.mirror
+    def _body(self, budget: int) -> tuple[str, Remainder]:
+        """The first page within `budget` units, and what is left."""
+        count = self.guard.size
         if self.value is not None:
             share = min(1.0, budget * 3 / max(1, len(self.text)))  # ~3 characters a token
-            share /= 2 if mirror else 1
 
             def fits(value: Any) -> bool:
-                used = count(dumps(value), budget)
-                if mirror is not None and used <= budget:
-                    used += count(wire_json(mirrored(mirror, value)), budget - used)
-                return used <= budget
+                return count(dumps(value), budget) <= budget
 
             shown, cuts, fitted = trim(self.value, fits, share=share)
-            if not fitted and mirror is not None:  # the mirror cannot come too: JSON alone
-                mirror = None
-                shown, cuts, fitted = trim(self.value, fits, share=share * 2)
             if fitted:
                 remainder = Remainder.from_cuts(
                     self.value, cuts, walls=self.guard.walls(self.budget), tool=self.tool
                 )
-                return dumps(shown), shown, remainder, mirror is not None
-        counter = self.guard.counter
-        with_mirror = mirror == "wrap" and self.value is None
-        if with_mirror:
-            counter = MirrorCounter(counter)
-        end = first_text_page(self.text, 0, budget, counter)
+                return dumps(shown), remainder
+        end = first_text_page(self.text, 0, budget, self.guard.counter)
         remainder = self._remainder(self.text, [Segment(None, "chars", end, len(self.text))])
-        return self.text[:end], self.text[:end], remainder, with_mirror
+        return self.text[:end], remainder
 
-    def _mirror_structured(self, shown: Any, with_mirror: bool) -> Structured:
-        """The mirror, shortened as the text was (or dropped when it could not come along)."""
-        if self.mirror is None:
-            return None, "", None
-        if with_mirror:
-            return self._checked(
-                mirrored(self.mirror, shown), " Structured content shortened the same way."
-            )
-        return None, " Structured content dropped: it did not fit beside the text.", None
-
-    def _own_structured(self, share: int) -> Structured:
-        """Structured content of its own within `share` units: whole, shortened, or dropped."""
-        structured = self.result.structured_content
-        size = self.guard.size
-
-        def fits(value: Any) -> bool:
-            return size(wire_json(value), share) <= share
-
-        if structured is None:
-            return None, "", None
-        if fits(structured):
-            return structured, "", None
-        candidate, cuts, fitted = trim(structured, fits)
-        if not fitted:
-            return None, " Structured content dropped: too large even when shortened.", None
-        return self._checked(candidate, f" Structured content shortened ({_cut_list(cuts)}).")
-
-    def _checked(self, candidate: Any, phrase: str) -> Structured:
-        error = schema_error(candidate, self.schema)
-        if error is None:
-            return candidate, phrase, None
-        dropped = " Structured content dropped: shortened, it no longer matches the output schema."
-        return None, dropped, error
-
-    def _notice(
-        self, remainder: Remainder, sent: tuple[str, ...], body: str, kept: bool, extra: str
-    ) -> str:
-        header = self.guard.header(self.budget, *sent)
+    def _notice(self, remainder: Remainder, body: str, kept: bool) -> str:
+        header = self.guard.header(self.budget, body)
         if remainder.left == 0:
-            return f"[ragbudget: {header}; the text is whole.{extra}]"
+            return f"[ragbudget: {header}; the text is whole.]"
         if remainder.segments[0].path is None:
             what = (
                 f"showing lines 1-{_lines(body):,} of {_lines(self.text):,} "
@@ -164,7 +104,7 @@ class TextCut:
             follow = " Ask for less to see the rest (a smaller page, narrower arguments)."
         else:
             follow = " The rest was not kept (larger than the page cache): ask for less."
-        return f"[ragbudget: {header}; {what}.{extra}{follow}]"
+        return f"[ragbudget: {header}; {what}.{follow}]"
 
     def _first_reserve(self) -> int:
         """A first guess of the notice's size: for a text, that of a notice stating the whole
@@ -173,49 +113,39 @@ class TextCut:
         if self.value is not None:
             return 80
         whole = self._remainder(self.text, [Segment(None, "chars", 0, len(self.text))])
-        draft = self._notice(whole, ("",), self.text, True, "")
+        draft = self._notice(whole, self.text, True)
         return max(80, self.guard.size(draft, self.budget) + 8)
 
-    def run(self, text_units: int, structured_units: int) -> GuardOutcome:
+    def run(self) -> GuardOutcome:
         size, budget, cache = self.guard.size, self.budget, self.guard.cache
         note_units = size(self.note, budget) if self.note else 0
-        own: Structured | None = None
-        if self.mirror is None:
-            room = budget - text_units - NOTICE_ROOM - note_units
-            own = self._own_structured(max(1, min(structured_units, max(budget // 2, room))))
-        own_units = 0 if own is None or own[0] is None else size(wire_json(own[0]), budget)
+        note_units += sum(size(text, budget) for text in self.lead)
         keepable = cache.max_entries > 0 and len(self.text) <= cache.max_chars
         nbytes: int | None = None
         reserve = self._first_reserve()  # corrected below if short
         for attempt in range(RETRIES):
-            body, shown, remainder, with_mirror = self._body(
-                max(1, budget - note_units - own_units - reserve)
-            )
-            if own is not None:
-                structured, phrase, error = own
-            else:
-                structured, phrase, error = self._mirror_structured(shown, with_mirror)
+            body, remainder = self._body(max(1, budget - note_units - reserve))
             if keepable and remainder.left and nbytes is None:
                 nbytes = remainder.held_bytes(cache.max_bytes)
             kept = keepable and remainder.left > 0 and (nbytes or 0) <= cache.max_bytes
-            wire = "" if structured is None else wire_json(structured)
-            notice = self._notice(remainder, (body, wire), body, kept, phrase)
+            notice = self._notice(remainder, body, kept)
             notice_units = size(notice, budget)
-            used = size(body, budget) + size(wire, budget) + notice_units + note_units
+            used = size(body, budget) + notice_units + note_units
             if used <= budget:
                 break
             # Room for this notice and a little more (its figures change with the body): the
             # body shrinks in steps of whole items, so creeping down by the overshoot can stall.
             reserve = max(reserve + used - budget, notice_units + 8 * (attempt + 1))
         else:  # a counter far from additive: send nothing rather than too much
-            body, structured, kept = "", None, False
+            body, kept = "", False
             walls = self.guard.walls(budget).describe()
             notice = (
                 f"[ragbudget: result left out: no part of it fit {walls} ({self.guard.source})]"
             )
             used = size(notice, budget)
         kept = kept and cache.put(self.handle, remainder, len(self.text), nbytes=nbytes or 0)
-        content: list[ContentBlock] = [TextContent(type="text", text=body)]
+        content: list[ContentBlock] = [TextContent(type="text", text=t) for t in self.lead]
+        content.append(TextContent(type="text", text=body))
         if self.note:
             content.append(TextContent(type="text", text=self.note))
         content.append(TextContent(type="text", text=notice))
@@ -228,11 +158,5 @@ class TextCut:
             "handle": self.handle if kept else None,
             "offsets_left": remainder.left,
         }
-        problems = []
-        if error is not None:
-            problems.append(
-                f"{self.tool}: shortened structured content no longer matches the output schema "
-                f"({error}); it was dropped. Exclude the tool or relax its schema's minimums."
-            )
         summary = f"{self.tool}: result cut to fit {budget:,} tokens {notice}"
-        return GuardOutcome(rebuild(self.result, content, structured, figures), summary, problems)
+        return GuardOutcome(rebuild(self.result, content, None, figures), summary)

@@ -6,7 +6,6 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
-from typing import Any
 
 import anyio.to_thread
 import mcp_types as mt
@@ -40,28 +39,12 @@ __all__ = ["MIN_MAX_TOKENS", "TokenBudgetMiddleware"]
 
 logger = logging.getLogger(__name__)
 
-MINIMUMS = frozenset({"minItems", "minLength", "minProperties"})
-"""JSON schema keywords a shortened value may no longer satisfy."""
-
 INLINE_CHARS = 50_000
 """Results with less text (or base64) than this are measured on the event loop; larger ones in
 a worker thread."""
 
 CACHE_BYTES = 100_000_000
 """The page cache's default memory bound: 100 MB, measured on what it holds."""
-
-
-def _has_minimums(schema: Any) -> bool:
-    """Whether a JSON schema sets a minimum size that leaving things out could break."""
-    if isinstance(schema, dict):
-        for key, value in schema.items():
-            if key in MINIMUMS and isinstance(value, int) and value > 0:
-                return True
-            if _has_minimums(value):
-                return True
-    elif isinstance(schema, list):
-        return any(_has_minimums(item) for item in schema)
-    return False
 
 
 class TokenBudgetMiddleware(ToolInjectionMiddleware):
@@ -73,11 +56,12 @@ class TokenBudgetMiddleware(ToolInjectionMiddleware):
     walls the server fixes. Everything a model may read counts: every content block, the
     structured content as sent, and tool errors. A result over its walls is cut the way a
     model can use: text after a whole line, JSON by leaving out trailing list items (it still
-    parses, and structured content keeps matching the output schema or is dropped with a
-    note), images and other media replaced by a note. A notice block says what was left out,
-    which wall bound, which profile is in force, and names a handle; the `more(handle,
-    offset)` tool this middleware adds serves the rest, page by page, each page within the
-    same walls. Results within them pass through untouched.
+    parses), images and other media replaced by a note; a cut result is text only, so the
+    model of every client reads it (and the budgeted tools are listed without an output
+    schema). A notice block says what was left out, which wall bound, which profile is in
+    force, and names a handle; the `more(handle, offset)` tool this middleware adds serves
+    the rest, page by page, each page within the same walls.
+    Results within them pass through untouched.
 
     Setup:
         `pip install 'ragbudget[fastmcp]'` (with bpe-openai for exact counts).
@@ -220,19 +204,19 @@ class TokenBudgetMiddleware(ToolInjectionMiddleware):
         context: MiddlewareContext[mt.ListToolsRequest],
         call_next: CallNext[mt.ListToolsRequest, Sequence[Tool]],
     ) -> Sequence[Tool]:
-        """Refuse a server whose own tool has the continuation tool's name; hide the output
-        schemas a shortened result could not match (those with minimums).
+        """Refuse a server whose own tool has the continuation tool's name; list the budgeted
+        tools without their output schema.
 
-        A client validates structured content against the schema it was told; for these
-        tools a cut result carries none, so none is advertised.
+        A cut result is text only (its notice and handle then reach the model of every
+        client: `structured`), and a client validates a result against the schema it was
+        told, so no budgeted tool promises structured content (fastmcp's own response limiter
+        does the same). Results within the walls keep their structured content.
         """
         await self._check_more_tool(context.fastmcp_context)
         tools = await call_next(context)
         return [
             tool.model_copy(update={"output_schema": None})
-            if tool.output_schema is not None
-            and self.budget_for(tool.name) is not None
-            and _has_minimums(tool.output_schema)
+            if tool.output_schema is not None and self.budget_for(tool.name) is not None
             else tool
             for tool in tools
         ]
@@ -282,8 +266,7 @@ class TokenBudgetMiddleware(ToolInjectionMiddleware):
                 return result
         elif await anyio.to_thread.run_sync(guard.within, result, units):
             return result
-        schema = await self._output_schema(ctx, name)
-        outcome = await anyio.to_thread.run_sync(partial(guard.cut, result, units, name, schema))
+        outcome = await anyio.to_thread.run_sync(partial(guard.cut, result, units, name))
         await self._report(ctx, outcome)
         return outcome.result
 
@@ -292,12 +275,6 @@ class TokenBudgetMiddleware(ToolInjectionMiddleware):
         the token wall, or a count by another counter (the server's own check). A server that
         vouches answers for its result's other walls and its structured content itself."""
         return receipt.counter != self.counter.name or receipt.tokens <= units
-
-    async def _output_schema(self, ctx: Context | None, name: str) -> dict[str, Any] | None:
-        if ctx is None:
-            return None
-        tool = await ctx.fastmcp.get_tool(name)
-        return None if tool is None else tool.output_schema
 
     async def _report(self, ctx: Context | None, outcome: GuardOutcome) -> None:
         """A cut is a normal outcome (DEBUG, and an MCP log warning to a client that asked
