@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sysconfig
 from pathlib import Path
 from typing import Any
 
@@ -215,3 +216,20 @@ async def test_search_merges_by_default_and_takes_plain_and_a_cap(
     sources = [r.source for r in capped.results]
     assert len(sources) == len(set(sources))
     assert capped.capped_ids and set(capped.capped_ids) <= set(capped.accounted_ids())
+
+
+@pytest.mark.parametrize(
+    "directory", ["json", f"{Path(sysconfig.get_paths()['stdlib']).name}/json/", "json/../json"]
+)
+async def test_a_relative_directory_matches_the_stored_folder_it_ends(
+    server: Any, directory: str
+) -> None:
+    async with Client(server) as client:
+        result = await client.call_tool_mcp(
+            "search", {"query": "decode a string", "directory": directory, "limit": 5}
+        )
+    results = page_of(result)["results"]
+    if directory.startswith("json/.."):  # not the end of a stored folder: from the working one
+        assert results == []
+        return
+    assert results and all("/json/" in r["source"] for r in results)

@@ -86,8 +86,9 @@ class TextCut:
         remainder = self._remainder(self.text, [Segment(None, "chars", end, len(self.text))])
         return self.text[:end], remainder
 
-    def _notice(self, remainder: Remainder, body: str, kept: bool) -> str:
-        header = self.guard.header(self.budget, body)
+    def _notice(self, remainder: Remainder, body: str, kept: bool, sent: str) -> str:
+        """The notice for a first page `body`; `sent` is what the bound wall is judged on."""
+        header = self.guard.header(self.budget, sent)
         if remainder.left == 0:
             return f"[ragbudget: {header}; the text is whole.]"
         if remainder.segments[0].path is None:
@@ -113,7 +114,7 @@ class TextCut:
         if self.value is not None:
             return 80
         whole = self._remainder(self.text, [Segment(None, "chars", 0, len(self.text))])
-        draft = self._notice(whole, self.text, True)
+        draft = self._notice(whole, self.text, True, "")  # no count of the whole text
         return max(80, self.guard.size(draft, self.budget) + 8)
 
     def run(self) -> GuardOutcome:
@@ -128,7 +129,7 @@ class TextCut:
             if keepable and remainder.left and nbytes is None:
                 nbytes = remainder.held_bytes(cache.max_bytes)
             kept = keepable and remainder.left > 0 and (nbytes or 0) <= cache.max_bytes
-            notice = self._notice(remainder, body, kept)
+            notice = self._notice(remainder, body, kept, body)
             notice_units = size(notice, budget)
             used = size(body, budget) + notice_units + note_units
             if used <= budget:

@@ -183,7 +183,8 @@ async def search(
     directory: Annotated[
         str | None,
         Field(
-            description="Only files under this folder (as stored in `source`).",
+            description="Only files under this folder: a full path, or the end of one as "
+            "answers print paths (`json`, `docs/office`).",
             min_length=1,
             max_length=MAX_PATH_CHARS,
         ),

@@ -6,6 +6,7 @@ import functools
 import logging
 import os
 from collections.abc import Sequence
+from pathlib import PurePosixPath
 from typing import Any
 
 from ragbudget._shown import shown
@@ -382,6 +383,21 @@ class DocumentStore:
         rows = zip(got["ids"], got["documents"] or [], got["metadatas"] or [], strict=True)
         return {i: (d or "", dict(m or {})) for i, d, m in rows}
 
+    def _folder_clause(self, directory: str) -> dict[str, Any]:
+        """The filter for `directory`: an absolute (or `~`) path as given; a relative one, as
+        answers print paths (`json`, `docs/office`), matches each stored folder it ends, else
+        is taken from the server's working folder."""
+        if not directory.startswith(("/", "~")):
+            tail = directory.strip().strip("/")
+            folders = {str(PurePosixPath(source).parent) for source in self.sources()}
+            ends = sorted(f for f in folders if f == tail or f.endswith("/" + tail))
+            tops = [f for f in ends if not any(f.startswith(o + "/") for o in ends)]
+            if len(tops) == 1:
+                return {"dirs": {"$contains": tops[0]}}
+            if tops:
+                return {"$or": [{"dirs": {"$contains": folder}} for folder in tops]}
+        return {"dirs": {"$contains": user_path("directory", directory).as_posix()}}
+
     def _where(self, file_type: str | None, directory: str | None) -> dict[str, Any] | None:
         clauses: list[dict[str, Any]] = []
         if file_type is not None:
@@ -393,8 +409,7 @@ class DocumentStore:
             if not isinstance(directory, str) or not directory.strip():
                 msg = f"directory must be a folder path, got {shown(directory)}"
                 raise StoreError(msg)
-            folder = user_path("directory", directory).as_posix()
-            clauses.append({"dirs": {"$contains": folder}})
+            clauses.append(self._folder_clause(directory))
         if not clauses:
             return None
         return clauses[0] if len(clauses) == 1 else {"$and": clauses}
