@@ -3,9 +3,9 @@
 On a store built as a new user builds it (default estimate counter, offline embedding) over
 `pydoc_data/topics.py` and `json`, through fastmcp's in-memory client sending each profile's
 `clientInfo.name`: `search` (limit 200) and `read_document` at max_tokens up to 1,000,000, in
-both formats. For each profile, the largest whole answer (text blocks plus the structured
-content as compact JSON: what a client may show a model) in characters, UTF-8 bytes and exact
-o200k tokens, against the profile's walls.
+both formats. For each profile, the largest whole answer (its text blocks, plus the
+structured content as compact JSON if there were any: what a client may show a model) in
+characters, UTF-8 bytes and exact o200k tokens, against the profile's walls.
 
     uv run --all-packages python benchmarks/bench_client_walls.py
 """
@@ -32,9 +32,14 @@ BUDGETS = [8192, 30_000, 1_000_000]
 
 
 def _whole(result: Any) -> str:
+    """What a client may show its model: the text blocks, and the structured content as
+    compact JSON when there is any (the server sends none)."""
     texts = [b.text for b in result.content if isinstance(b, TextContent)]
-    data = json.dumps(result.structured_content, ensure_ascii=False, separators=(",", ":"))
-    return "\n".join([*texts, data])
+    if result.structured_content is not None:
+        texts.append(
+            json.dumps(result.structured_content, ensure_ascii=False, separators=(",", ":"))
+        )
+    return "\n".join(texts)
 
 
 async def _largest(db: Path, name: str, topics: str) -> tuple[int, int, int]:

@@ -153,3 +153,15 @@ def test_widened_reports_what_was_left_out_around_the_fit() -> None:
     assert (wide.truncated, wide.reason, wide.original_count) == (True, "token_budget", 3)
     assert wide.dropped_ids == ["b", "c"] and wide.returned_count == 1
     assert (info.truncated, info.dropped_ids) == (False, [])  # a new report: the fit's stands
+
+
+def test_a_lone_cut_chunk_fits_without_the_separator_it_was_counted_with() -> None:
+    # Found by the property above: the rendering plus "\n\n" counted 129 and the rendering
+    # alone (what `separator.join` of one text gives) 130 by the estimate.
+    chunk = Chunk(id="c0", text="word " * 200, metadata={"source": "file0.md"})
+    result = fit(
+        [chunk], 129, counter=COUNTER, oversize="truncate", separator="\n\n", render=header
+    )
+    assert result.info.cut_ids == ["c0"] and not result.info.dropped_ids
+    joined = "\n\n".join(header(c) for c in result.chunks)
+    assert COUNTER.count(joined) == result.info.used_tokens <= 129

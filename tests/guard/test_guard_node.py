@@ -151,3 +151,14 @@ async def test_everything_over_http(everything_url: str) -> None:
         assert whole == f"Echo: {message}"
         small = await client.call_tool("echo", {"message": "hello"})
         assert texts(small) == ["Echo: hello"]
+
+
+async def test_everything_under_a_client_that_declares_no_capabilities(everything_url: str) -> None:
+    # Under a client with no sampling, elicitation or roots, the guard must not claim them for
+    # it: the 'everything' server then lists the same tools as to that client directly, and
+    # none that would fail with "no back-channel".
+    async with Client(everything_url) as plain:
+        direct_tools = await plain.list_tools()
+    options = ("--url", everything_url, "--client", "codex", "--counter", COUNTER)
+    async with Client(guard_params([], *options)) as client:
+        same_tools(direct_tools, await client.list_tools())

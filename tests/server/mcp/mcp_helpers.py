@@ -10,8 +10,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
+from fastmcp.client.transports import StdioTransport
 from mcp_types import TextContent
-from processes import http_process
+from processes import http_process, server_env
 from ragbudget import TokenCounter, get_counter
 from ragbudget.limits import ClientProfile, utf16_length
 
@@ -54,6 +55,19 @@ def serve_command() -> list[str]:
     if script.exists():
         return [str(script), "serve"]
     return [sys.executable, "-m", "ragbudget_server.mcp", "serve"]  # pragma: no cover
+
+
+def serve_stdio(*args: str, log_file: Path | None = None) -> StdioTransport:
+    """fastmcp's transport to `ragbudget serve ARGS` over stdio, one process per client
+    session, the server's stderr into `log_file`."""
+    command = serve_command()
+    return StdioTransport(
+        command=command[0],
+        args=[*command[1:], *args],
+        env=server_env(),
+        keep_alive=False,
+        log_file=log_file,
+    )
 
 
 @contextmanager

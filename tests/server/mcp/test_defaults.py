@@ -61,6 +61,20 @@ async def test_any_ask_stays_under_claude_codes_limit(
     assert "clamped to 14,500 tokens" in visible and "claude-code" in visible
 
 
+async def test_claude_counter_keeps_claude_codes_own_wall(default_db: Path, stdlib: Path) -> None:
+    # With `--counter claude`, Claude Code's wall is its own 25,000 in the preset's tokens (under
+    # the estimate's margin), not the 14,500 o200k-like wall counted in inflated tokens.
+    args = {"source": str(stdlib / "pydoc_data" / "topics.py"), "max_tokens": 1_000_000}
+    result = await _call(default_db, "read_document", args, client="claude-code", counter="claude")
+    assert not result.is_error, text_blocks(result)
+    whole = whole_answer(result)
+    page = page_of(result)
+    assert page["budget"]["max_tokens"] == 25_000, page["budget"]
+    assert get_counter("claude").count(whole) <= 25_000
+    assert len(whole) <= 48_000  # the characters wall binds first on this file
+    assert len(whole) > 46_000, len(whole)  # not halved (about 24,000 characters before)
+
+
 async def test_serve_counts_with_the_stores_own_counter(
     stdlib: Path, tmp_path: Path, default_db: Path
 ) -> None:

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 from fastmcp import Client
-from fastmcp.client.transports import StdioTransport
 from mcp_helpers import (
     COUNTER_SPEC,
     INITIALIZE,
     page_of,
     serve_command,
+    serve_stdio,
     text_blocks,
     whole_answer,
 )
@@ -29,13 +29,8 @@ pytestmark = pytest.mark.process
 async def test_real_client_over_stdio(
     shared_store: DocumentStore, store_dir: Path, exact_counter: TokenCounter, tmp_path: Path
 ) -> None:
-    command = serve_command()
-    transport = StdioTransport(
-        command=command[0],
-        args=[*command[1:], "--db", str(store_dir), "--counter", COUNTER_SPEC],
-        env=server_env(),
-        keep_alive=False,
-        log_file=tmp_path / "stderr.log",
+    transport = serve_stdio(
+        "--db", str(store_dir), "--counter", COUNTER_SPEC, log_file=tmp_path / "stderr.log"
     )
     async with Client(transport) as client:
         names = {tool.name for tool in await client.list_tools()}

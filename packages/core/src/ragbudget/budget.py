@@ -243,8 +243,17 @@ def fit(
             next_rank = rank
     if next_rank is None and max_tokens == 0 and items:
         next_rank = 0
-    if separator is not None and len(kept) > 1:
+    if separator is not None and kept:  # one kept chunk too: its text without the separator
+        first = kept[0]
         kept, used, left = _joined(kept, separator, max_tokens, order, tc)
+        if not kept and oversize == "truncate":
+            # The best chunk alone, without the separator it was counted with, can count more
+            # (an estimate is not monotone at the end of a text): cut it again without it.
+            idx, rank = first[0], first[4]
+            again = _cut(items[idx], limit, counts[rank], tc, "", show, make_cut)
+            if again is not None:
+                kept, used = [(idx, again[0], again[1], True, rank, again[2])], again[1]
+                left = [cand for cand in left if cand[0] != idx]
         for cand in left:
             dropped.add(cand[0])
             next_rank = cand[4] if next_rank is None else min(next_rank, cand[4])

@@ -20,26 +20,35 @@ table); `profile_for(client_name)` picks one from the name a client sends at `in
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
-from typing import Literal
+from datetime import date
+from importlib import resources
+from typing import Any, Literal
 
 from ragbudget._checks import check_int
 from ragbudget.counters import ScaledCounter, TokenCounter, count_up_to, stops_early
 
 __all__ = [
     "CLAUDE_MAX_TOKENS_CEILING",
+    "CUTS",
     "DEFAULT_MAX_TOKENS_CEILING",
     "DEFAULT_PROFILE",
     "ESTIMATE_MARGINS",
+    "FORWARDS",
     "PROFILES",
     "ClientProfile",
+    "Cuts",
+    "Forwards",
     "Measured",
     "Wall",
     "WalledCounter",
     "Walls",
     "profile_for",
+    "profile_from",
     "profile_names",
+    "profile_table",
     "utf16_length",
     "with_estimate_margin",
 ]
@@ -241,6 +250,15 @@ class WalledCounter:
         return f"WalledCounter({self.inner!r}, {self.walls!r})"
 
 
+Forwards = Literal["text", "structured", "both", "unknown"]
+"""Which field of a tool result a client gives its model: the text blocks, the JSON of the
+structured content alone (the text dropped) when there is any, both, or not known."""
+Cuts = Literal["refuses", "file", "middle", "head-tail", "head", "unknown"]
+"""What a client does to a result past its wall."""
+FORWARDS: tuple[str, ...] = ("text", "structured", "both", "unknown")
+CUTS: tuple[str, ...] = ("refuses", "file", "middle", "head-tail", "head", "unknown")
+
+
 @dataclass(frozen=True)
 class ClientProfile:
     """The walls of one MCP client, as documented by its makers or read from its source.
@@ -249,7 +267,8 @@ class ClientProfile:
     margin for Claude's heavier tokenizers where the client counts in Claude tokens;
     `claude_tokens`, where set, is the same wall in Claude tokens (the `claude` preset).
     Each wall sits a little under the client's own, so that an answer at the wall never
-    reaches it, whatever the client adds around the blocks it joins.
+    reaches it, whatever the client adds around the blocks it joins. The known profiles are
+    read from `clients.json` in this package (`PROFILES`).
     """
 
     name: str
@@ -263,129 +282,169 @@ class ClientProfile:
     chars: int | None
     bytes: int | None
     source: str
-    """Where the walls are documented (or how they were measured)."""
+    """Where the walls and the forwarding rule are documented (or how they were observed)."""
     claude_tokens: int | None = None
     sends: str | None = None
     """The `clientInfo.name` the client is known to send (tests and benchmarks use it)."""
     tokenizer: str | None = None
     """The counter spec of the tokens the client's models read (`tiktoken:o200k_base` for
     OpenAI's), when one is known; a server may count with it where it is available offline."""
+    forwards: Forwards = "unknown"
+    """Which field of a result the client gives its model (`FORWARDS`)."""
+    cuts: Cuts = "unknown"
+    """What the client does past its wall (`CUTS`), `cut` in words."""
+    cut: str = ""
+    links: tuple[str, ...] = ()
+    """The source's addresses."""
+    checked: str = ""
+    """The date (ISO) the source was last checked."""
 
     def walls(self, counter: TokenCounter | None = None) -> Walls:
-        """The walls in `counter`'s tokens (Claude tokens for the `claude` preset)."""
+        """The walls in `counter`'s tokens (Claude tokens for the `claude` preset, alone or
+        under the estimate's margin)."""
         tokens = self.tokens
-        if counter is not None and counter.name == "claude" and self.claude_tokens is not None:
+        if self.claude_tokens is not None and _counts_claude(counter):
             tokens = self.claude_tokens
         return Walls(tokens, self.chars, self.bytes)
 
+
+def _counts_claude(counter: TokenCounter | None) -> bool:
+    """Whether `counter` is the `claude` preset, alone or under a margin (`claude+10%`)."""
+    while counter is not None:
+        if counter.name == "claude":
+            return True
+        counter = counter.base if isinstance(counter, ScaledCounter) else None
+    return False
+
+
+_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "name": str,
+    "title": str,
+    "sends": (str, type(None)),
+    "clients": list,
+    "tokens": int,
+    "claude_tokens": (int, type(None)),
+    "chars": (int, type(None)),
+    "bytes": (int, type(None)),
+    "tokenizer": (str, type(None)),
+    "forwards": str,
+    "cuts": str,
+    "cut": str,
+    "source": str,
+    "links": list,
+    "checked": str,
+}
+
+
+def profile_from(row: dict[str, Any]) -> ClientProfile:
+    """One row of `clients.json` as a `ClientProfile`; a `ValueError` naming the profile and
+    the field for a row that lacks a field (a source, the date it was checked, ...) or holds
+    a wrong value."""
+    name = row.get("name") if isinstance(row, dict) else None
+    where = f"client profile {name!r}" if isinstance(name, str) else "a client profile"
+    if not isinstance(row, dict):
+        msg = f"{where} must be a JSON object, got {type(row).__name__}"
+        raise ValueError(msg)
+    missing = [field for field in _FIELDS if field not in row]
+    unknown = sorted(set(row) - set(_FIELDS))
+    if missing or unknown:
+        msg = f"{where}: missing fields {missing}, unknown fields {unknown}"
+        raise ValueError(msg)
+    for field, kind in _FIELDS.items():
+        value = row[field]
+        if not isinstance(value, kind) or isinstance(value, bool):
+            msg = f"{where}: {field} must be {kind}, got {value!r}"
+            raise ValueError(msg)
+    for field in ("clients", "links"):
+        if not all(isinstance(item, str) and item for item in row[field]):
+            msg = f"{where}: {field} must be a list of strings, got {row[field]!r}"
+            raise ValueError(msg)
+    for field in ("source", "checked", "cut", "title"):
+        if not row[field].strip():
+            msg = f"{where}: {field} must say something (every row names its source and date)"
+            raise ValueError(msg)
+    try:
+        date.fromisoformat(row["checked"])
+    except ValueError:
+        msg = f"{where}: checked must be an ISO date, got {row['checked']!r}"
+        raise ValueError(msg) from None
+    if row["forwards"] not in FORWARDS:
+        msg = f"{where}: forwards must be one of {', '.join(FORWARDS)}, got {row['forwards']!r}"
+        raise ValueError(msg)
+    if row["cuts"] not in CUTS:
+        msg = f"{where}: cuts must be one of {', '.join(CUTS)}, got {row['cuts']!r}"
+        raise ValueError(msg)
+    for field in ("tokens", "claude_tokens", "chars", "bytes"):
+        if row[field] is not None and row[field] < 1:
+            msg = f"{where}: {field} must be at least 1, got {row[field]!r}"
+            raise ValueError(msg)
+    return ClientProfile(
+        name=row["name"],
+        title=row["title"],
+        clients=tuple(row["clients"]),
+        tokens=row["tokens"],
+        chars=row["chars"],
+        bytes=row["bytes"],
+        source=row["source"],
+        claude_tokens=row["claude_tokens"],
+        sends=row["sends"],
+        tokenizer=row["tokenizer"],
+        forwards=row["forwards"],
+        cuts=row["cuts"],
+        cut=row["cut"],
+        links=tuple(row["links"]),
+        checked=row["checked"],
+    )
+
+
+def _load() -> tuple[tuple[ClientProfile, ...], ClientProfile]:
+    data = json.loads(resources.files("ragbudget").joinpath("clients.json").read_text("utf-8"))
+    return tuple(profile_from(row) for row in data["profiles"]), profile_from(data["default"])
+
+
+PROFILES, DEFAULT_PROFILE = _load()
+"""The known clients' profiles, and the one for a client no profile names (or one that sends
+no name): read from `clients.json` (docs/mcp.md has the table, written from it)."""
 
 CLAUDE_CODE_CHARS = 48_000
 """Claude Code saves a tool result over 50,000 characters to a file and shows the model a
 2 KB preview; 2,000 characters under it for what a client adds between blocks."""
 
-_CLAUDE_DOCS = "code.claude.com/docs/en/mcp (MCP output limits)"
-_DEFAULT_SOURCE = (
-    "No documented limit found for this client: the default profile's walls, inside Claude "
-    "Code's and Codex's."
-)
 
-DEFAULT_PROFILE = ClientProfile(
-    name="default",
-    title="Any other client",
-    clients=(),
-    tokens=9_000,
-    chars=40_000,
-    bytes=38_000,
-    source="Inside every known client's walls but Copilot CLI's 10 KB: Codex's 10,000 tokens "
-    "(and its 4-bytes-a-token estimate, 40,000 bytes), Claude Code's 25,000 Claude tokens "
-    "(14,500 o200k) and 50,000 characters; a margin under each.",
-)
-"""For a client no profile names (or one that sends no name)."""
+def profile_table() -> str:
+    """The profiles as the Markdown table docs/mcp.md holds (tools/client_table.py)."""
+    rows = [
+        "| profile | client | `clientInfo.name` | walls | model reads | past the wall | source "
+        "(checked) |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    reads = {
+        "text": "text blocks",
+        "structured": "structured content alone",
+        "both": "both",
+        "unknown": "not documented",
+    }
+    for profile in (*PROFILES, DEFAULT_PROFILE):
+        links = ", ".join(f"<{link}>" for link in profile.links)
+        source = f"{profile.source}{'; ' + links if links else ''} ({profile.checked})"
+        sends = f"`{profile.sends}`" if profile.sends else "anything else"
+        cells = [
+            f"`{profile.name}`",
+            profile.title,
+            sends,
+            profile.walls().describe() + _claude_note(profile),
+            reads[profile.forwards],
+            profile.cut,
+            source,
+        ]
+        rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    return "\n".join(rows) + "\n"
 
-PROFILES: tuple[ClientProfile, ...] = (
-    ClientProfile(
-        name="claude-code",
-        sends="claude-code",
-        title="Claude Code",
-        clients=("claude-code",),
-        tokens=DEFAULT_MAX_TOKENS_CEILING,
-        claude_tokens=CLAUDE_MAX_TOKENS_CEILING,
-        chars=CLAUDE_CODE_CHARS,
-        bytes=None,
-        source=f"{_CLAUDE_DOCS}: warns over 10,000 tokens, refuses over 25,000 "
-        "(MAX_MCP_OUTPUT_TOKENS); saves results over 50,000 characters to a file and shows a "
-        "2 KB preview (anthropics/claude-code#42869).",
-    ),
-    ClientProfile(
-        name="claude-desktop",
-        sends="claude-ai",
-        title="Claude Desktop",
-        clients=("claude-ai",),
-        tokens=DEFAULT_MAX_TOKENS_CEILING,
-        claude_tokens=CLAUDE_MAX_TOKENS_CEILING,
-        chars=CLAUDE_CODE_CHARS,
-        bytes=None,
-        source="Its code agent is Claude Code's harness with the same walls, and it drops "
-        "_meta['anthropic/maxResultSizeChars'] (anthropics/claude-code#78478).",
-    ),
-    ClientProfile(
-        name="codex",
-        sends="codex-mcp-client",
-        title="Codex",
-        clients=("codex",),
-        tokens=9_000,
-        chars=None,
-        bytes=38_000,
-        tokenizer="tiktoken:o200k_base",
-        source="codex-rs truncates each tool output to 10,000 tokens by its estimate of 4 bytes "
-        "a token, dropping the middle (openai/codex#5913, #6544: 10 KiB / 256 lines in "
-        "0.56-era releases); its models read o200k tokens.",
-    ),
-    ClientProfile(
-        name="copilot-cli",
-        sends="github-copilot-developer",
-        title="Copilot CLI",
-        clients=("github-copilot-developer", "github-copilot-cli", "copilot-cli"),
-        tokens=2_500,
-        chars=None,
-        bytes=10_000,
-        source="Cuts MCP tool text to 10 KB (10 * 1024 bytes) before its save-to-file step "
-        "(github/copilot-cli#1732); it sends clientInfo.name 'github-copilot-developer' "
-        "(initialize messages quoted in github/copilot-cli#1268, 0.0.401 and 1.0.25).",
-    ),
-    ClientProfile(
-        name="gemini-cli",
-        sends="gemini-cli-mcp-client",
-        title="Gemini CLI",
-        clients=("gemini-cli",),
-        tokens=DEFAULT_MAX_TOKENS_CEILING,
-        chars=4_000_000,
-        bytes=None,
-        source="Gemini CLI truncates tool output past 4,000,000 characters "
-        "(truncateToolOutputThreshold); the token wall is the server's ceiling.",
-    ),
-    ClientProfile(
-        name="vscode",
-        sends="Visual Studio Code",
-        title="VS Code (GitHub Copilot Chat)",
-        clients=("visual-studio-code", "code---oss", "vscode"),
-        tokens=DEFAULT_PROFILE.tokens,
-        chars=DEFAULT_PROFILE.chars,
-        bytes=DEFAULT_PROFILE.bytes,
-        source=_DEFAULT_SOURCE,
-    ),
-    ClientProfile(
-        name="cursor",
-        sends="cursor-vscode",
-        title="Cursor",
-        clients=("cursor",),
-        tokens=DEFAULT_PROFILE.tokens,
-        chars=DEFAULT_PROFILE.chars,
-        bytes=DEFAULT_PROFILE.bytes,
-        source=_DEFAULT_SOURCE,
-    ),
-)
-"""The known clients' walls (docs/mcp.md has the table with its sources)."""
+
+def _claude_note(profile: ClientProfile) -> str:
+    if profile.claude_tokens is None:
+        return ""
+    return f" ({profile.claude_tokens:,} tokens with `--counter claude`)"
 
 
 def profile_names() -> tuple[str, ...]:
