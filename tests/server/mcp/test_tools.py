@@ -35,7 +35,7 @@ async def test_tools_are_listed_with_hints_and_bounds_and_no_output_schema(serve
     assert props["max_tokens"]["default"] == 8192
     assert props["limit"]["minimum"] == 1
     assert props["limit"]["maximum"] >= 50
-    assert props["offset"]["minimum"] == 0
+    assert "offset" not in props and "cursor" in props  # one way to continue: the cursor
     assert all(props[name].get("description") for name in props), props
     assert "ctx" not in props
     # No output schema: answers are one text block (clients that forward structured content
@@ -95,7 +95,7 @@ async def test_truncated_search_warns_and_continues_at_the_offset(
                 "query": "operator precedence and comparisons",
                 "limit": 30,
                 "max_tokens": 900,
-                "offset": page.next_offset,
+                "cursor": page.next_cursor,
             },
         )
     following = SearchAnswer.model_validate(page_of(second))
@@ -152,7 +152,7 @@ async def test_read_document_pages_through_the_bomb(
         ("search", {"query": ""}, "query"),
         ("search", {"query": "   "}, "query"),
         ("search", {"query": "json", "limit": 0}, "limit"),
-        ("search", {"query": "json", "offset": -1}, "offset"),
+        ("search", {"query": "json", "offset": 3}, "offset"),  # pages go by cursor
         ("read_document", {"source": "/no/such/file.py"}, "/no/such/file.py"),
         ("read_document", {"source": ""}, "source"),
         ("read_document", {"source": "x", "offset": 0}, "offset"),

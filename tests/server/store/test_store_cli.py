@@ -51,9 +51,9 @@ def test_search_json_is_the_budgeted_response(runner: CliRunner, db: Path) -> No
     assert get_counter("tiktoken:cl100k_base").count(text) <= 900
     response = json.loads(text)
     assert response["results"] and response["max_tokens"] == 900
-    nxt = response["next_offset"]
+    nxt = response["next_cursor"]  # the one way a search continues
     more = runner.invoke(app, ["search", "decode JSON", "--db", str(db), "--json",
-                               "--offset", str(nxt), "--max-tokens", "900"])  # fmt: skip
+                               "--cursor", nxt, "--max-tokens", "900"])  # fmt: skip
     assert more.exit_code == 0
     assert json.loads(more.stdout)["results"][0]["id"] not in {r["id"] for r in response["results"]}
 

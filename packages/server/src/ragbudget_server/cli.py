@@ -2,7 +2,7 @@
 
     ragbudget ingest src/ docs/ --prune
     ragbudget search "how are retries configured" --max-tokens 4000
-    ragbudget search "retries" --offset 8 --json
+    ragbudget search "retries" --json --cursor 5be1c0e2a9f4.8
     ragbudget read src/retry.py --offset 120
     ragbudget stats
 
@@ -223,9 +223,6 @@ def search(
     query: Annotated[str, typer.Argument(help="What to look for.")],
     max_tokens: Annotated[int, typer.Option(help="Token budget for the whole response.")] = 8192,
     limit: Annotated[int, typer.Option(help="Most results per page.")] = 10,
-    offset: Annotated[
-        int, typer.Option(help="Ranked results to skip (a notice says where to continue).")
-    ] = 0,
     cursor: Annotated[
         str | None,
         typer.Option(
@@ -282,7 +279,7 @@ def search(
     with _errors():
         documents = store.open(ctx, existing=True)
         response = documents.search(
-            query, limit=limit, max_tokens=max_tokens, offset=offset, concise=concise,
+            query, limit=limit, max_tokens=max_tokens, concise=concise,
             file_type=file_type, directory=str(directory) if directory else None,
             format="json" if as_json else "text", offset_hint=OFFSET_HINT, evidence=evidence,
             max_per_source=max_per_source, cursor=cursor, hybrid=hybrid,
@@ -290,7 +287,7 @@ def search(
         if explain:
             where = str(directory) if directory else None
             ranked = documents.candidates(
-                query, limit=limit, offset=offset, file_type=file_type, directory=where,
+                query, limit=limit, file_type=file_type, directory=where,
                 hybrid=hybrid,
             )  # fmt: skip
             from ragbudget_server.explain import explain_search

@@ -28,9 +28,10 @@ LAST_LINE_SLACK = 1.25
 
 INSTRUCTIONS = """\
 Budgeted search over indexed files. Every `search` and `read_document` response fits its
-`max_tokens` (capped by the server's ceiling). When a response is truncated it says so and
-gives the `offset` to continue from: call again with that offset rather than a larger budget.
-Use `read_document` with a result's `source` to page through a whole file."""
+`max_tokens` (capped by the server's ceiling). When a response is cut short it says so and
+how to continue: `search` with the `cursor` it names, `read_document` with the line `offset`
+it names; call again that way rather than with a larger budget. Use `read_document` with a
+result's `source` to page through a whole file."""
 
 
 def open_store(settings: ServerSettings) -> DocumentStore:

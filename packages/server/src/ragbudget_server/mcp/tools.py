@@ -54,9 +54,6 @@ STATE_KEY = "ragbudget"
 MAX_LIMIT = 200
 """Most results one `search` may rank (a larger ask is an argument error)."""
 
-MAX_OFFSET = 10_000
-"""Largest `search` offset (the store's own cap)."""
-
 MAX_PATH_CHARS = 4096
 """Longest path argument (Linux's PATH_MAX); longer ones are argument errors."""
 
@@ -163,14 +160,6 @@ async def search(
             ge=1,
         ),
     ] = 8192,
-    offset: Annotated[
-        int,
-        Field(
-            description="Rank to start from: pass the next_offset of a truncated response.",
-            ge=0,
-            le=MAX_OFFSET,
-        ),
-    ] = 0,
     concise: Annotated[
         bool, Field(description="Short snippets and fewer fields, to scan more results.")
     ] = False,
@@ -230,7 +219,6 @@ async def search(
             query,
             limit=limit,
             max_tokens=budget,
-            offset=offset,
             concise=concise,
             file_type=file_type,
             directory=directory,
