@@ -2,8 +2,9 @@
 
 Desktop apps start an MCP server with a minimal `PATH` (a bare `uv` or `uvx` is not found) and
 in an arbitrary folder, so every command and path in a config is absolute; the server comes
-from the `ragbudget-server` distribution (the old `ragbudget[mcp]` extra is gone). The last
-test launches the checkout config the way a desktop app does and sends `initialize`.
+from the `ragbudget-server` distribution (the old `ragbudget[mcp]` extra is gone). Every form
+brings the `documents` extra (PDF and Office readers). The last test launches the checkout
+config the way a desktop app does and ingests a PDF and a DOCX through it.
 """
 
 from __future__ import annotations
@@ -13,22 +14,27 @@ import os
 import re
 import shlex
 import shutil
-import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import typer.main
-from mcp_helpers import INITIALIZE
+from fastmcp import Client
+from fastmcp.client.transports import StdioTransport
+from mcp_helpers import listing_of
 from ragbudget_server.mcp.command import register
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "store"))
+from document_files import docx_bytes, pdf_bytes
 
 ROOT = Path(__file__).resolve().parents[3]
 CONFIG = ROOT / "examples" / "claude_desktop_config.json"
 DOCS = [ROOT / "README.md", ROOT / "docs/mcp.md", ROOT / "docs/store.md",
         ROOT / "packages/server/README.md"]  # fmt: skip
-UVX = ["--from", "ragbudget-server", "ragbudget", "serve"]
+UVX = ["--from", "ragbudget-server[documents]", "ragbudget", "serve"]
 UV_RUN = ["run", "--directory", "--frozen", "--no-dev", "--package", "ragbudget-server",
-          "ragbudget", "serve"]  # fmt: skip
+          "--extra", "documents", "ragbudget", "serve"]  # fmt: skip
 """The uv forms' arguments up to `serve` (`--directory` takes the checkout's absolute path)."""
 
 
@@ -112,39 +118,53 @@ def test_no_doc_names_the_old_extra() -> None:
         assert "ragbudget[mcp]" not in doc.read_text(encoding="utf-8"), doc
 
 
-def test_checkout_config_starts_with_a_minimal_path_in_another_folder(tmp_path: Path) -> None:
+def test_the_checkout_form_leads_and_the_index_form_says_once_published() -> None:
+    """The forms that work today (a checkout) come first; the package-index ones follow,
+    marked as not published yet."""
+    names = list(json.loads(CONFIG.read_text())["mcpServers"])
+    assert names == ["ragbudget", "ragbudget-from-pypi"], names
+    for doc in [ROOT / "README.md", ROOT / "docs/mcp.md"]:
+        text = doc.read_text(encoding="utf-8")
+        checkout = text.index('"$(command -v uv)" run --directory')
+        index = text.index('"$(command -v uvx)" --from')
+        assert checkout < index, doc
+        assert "once published" in text[checkout:index].lower() or "once" in text[index - 80 :]
+
+
+@pytest.mark.process
+async def test_checkout_config_ingests_documents_with_a_minimal_path_in_another_folder(
+    tmp_path: Path,
+) -> None:
     """examples/claude_desktop_config.json's checkout entry, as a desktop app launches it: the
     placeholders filled in, PATH=/usr/bin:/bin and nothing else, another working folder. The
-    server answers `initialize` over stdio. (`--no-sync`: offline, the suite's environment is
-    the checkout's; on a first launch uv installs the runtime dependencies from the index.)"""
+    server answers over stdio and its `ingest` tool indexes a PDF and a DOCX (the `documents`
+    extra the config names). (`--no-sync`: offline, the suite's environment is the
+    checkout's; on a first launch uv installs the runtime dependencies from the index.)"""
     uv = shutil.which("uv")
     if uv is None or not (ROOT / ".venv" / "bin" / "ragbudget").exists():
         pytest.skip("needs uv on PATH and the checkout's .venv (make bootstrap)")
-    server = json.loads(CONFIG.read_text())["mcpServers"]["ragbudget-checkout"]
+    server = json.loads(CONFIG.read_text())["mcpServers"]["ragbudget"]
     fill = {"/absolute/path/to/ragbudget": str(ROOT), "/absolute/path/to/.ragbudget":
             str(tmp_path / "db"), "/absolute/path/to/your/project": str(tmp_path / "project")}  # fmt: skip
     args = [fill.get(arg, arg) for arg in server["args"]]
     assert not any(arg.startswith("/absolute/path") for arg in args), args
-    (tmp_path / "project").mkdir()
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "atlas.pdf").write_bytes(pdf_bytes(["The lighthouse at Skerry Point."]))
+    (project / "notes.docx").write_bytes(
+        docx_bytes("Ferry", ["The ferry leaves at nine."], [["day", "time"], ["Mon", "9:00"]])
+    )
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     env = {"PATH": "/usr/bin:/bin"}
     if "SYSTEMROOT" in os.environ:  # pragma: no cover - Windows
         env["SYSTEMROOT"] = os.environ["SYSTEMROOT"]
-    with (tmp_path / "stderr.log").open("wb") as stderr:
-        proc = subprocess.Popen(
-            [uv, "run", "--no-sync", *args[1:]],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env, cwd=elsewhere,
-        )  # fmt: skip
-        try:
-            assert proc.stdin is not None and proc.stdout is not None
-            proc.stdin.write(json.dumps(INITIALIZE).encode() + b"\n")
-            proc.stdin.flush()
-            line = proc.stdout.readline()
-        finally:
-            proc.kill()
-            proc.wait(timeout=30)
-    log = (tmp_path / "stderr.log").read_text(errors="replace")
-    assert line, f"the server did not answer; its stderr:\n{log}"
-    answer = json.loads(line)
-    assert answer["id"] == 1 and answer["result"]["serverInfo"]["name"] == "ragbudget", answer
+    transport = StdioTransport(
+        command=uv, args=["run", "--no-sync", *args[1:]], env=env, cwd=str(elsewhere),
+        keep_alive=False, log_file=tmp_path / "stderr.log",
+    )  # fmt: skip
+    async with Client(transport) as client:
+        report = await client.call_tool("ingest", {"paths": [str(project)]})
+    listing = listing_of(report)
+    assert listing is not None and listing["files_ingested"] == 2, listing
+    assert not listing["files_skipped"], listing["files_skipped"]

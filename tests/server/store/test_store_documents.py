@@ -133,6 +133,25 @@ def test_a_missing_reader_names_the_install_line(
         convert(tmp_path / "x.pdf", pdf_bytes(["text"]), Limits(max_text_chars=1000))
 
 
+@pytest.mark.parametrize(
+    ("suffix", "package", "what"),
+    [(".xlsx", "openpyxl", "an Excel file"), (".pptx", "python-pptx", "a PowerPoint file")],
+)
+def test_a_missing_office_reader_is_named_for_its_own_kind(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, suffix: str, package: str, what: str
+) -> None:
+    # Only this kind's library is missing: the skip names it (not python-docx, which the
+    # Office module happens to import first), and says how a checkout gets it.
+    imports = {"openpyxl": "openpyxl", "python-pptx": "pptx"}[package]
+    monkeypatch.delitem(sys.modules, "ragbudget_server.store.convert.office", raising=False)
+    monkeypatch.setitem(sys.modules, imports, None)  # import of a None entry fails
+    with pytest.raises(Unindexable) as caught:
+        convert(tmp_path / f"x{suffix}", b"PK", Limits(max_text_chars=1000))
+    message = str(caught.value)
+    assert message.startswith(f"{what}, whose reader ({package}) is not installed"), message
+    assert "uv run --extra documents" in message
+
+
 def test_converted_text_is_held_to_the_text_cap() -> None:
     with pytest.raises(Unindexable, match="over the size cap once converted"):
         convert(Path("long.pdf"), pdf_bytes(["word " * 400] * 3), Limits(max_text_chars=1000))

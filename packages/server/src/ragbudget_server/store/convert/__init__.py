@@ -43,7 +43,10 @@ __all__ = [
 CONVERTER_VERSION = "1"
 """Bumped when a reader's output changes, so converted files are read again on the next ingest."""
 
-EXTRA_INSTALL = 'pip install "ragbudget-server[documents]"'
+EXTRA_INSTALL = (
+    'pip install "ragbudget-server[documents]" (from a checkout: uv run --extra documents)'
+)
+"""How to get the document readers: an installed server's extra, or a checkout's."""
 
 
 @dataclass(frozen=True)
@@ -57,14 +60,20 @@ class Kind:
     function: str
     unit: str | None = None
     extra: bool = True
+    package: str = ""
+    """The distribution of the reader's library (`openpyxl`), named when it is missing."""
+    imports: str = ""
+    """What the reader imports (`openpyxl`): checked first, so the skip names this kind's."""
 
 
 KINDS: dict[str, Kind] = {
-    ".pdf": Kind("PDF", "pdf", "pdf_text", unit="page"),
-    ".docx": Kind("Word", "office", "docx_text"),
-    ".pptx": Kind("PowerPoint", "office", "pptx_text", unit="slide"),
-    ".xlsx": Kind("Excel", "office", "xlsx_text"),
-    ".xlsm": Kind("Excel", "office", "xlsx_text"),
+    ".pdf": Kind("PDF", "pdf", "pdf_text", unit="page", package="pypdf", imports="pypdf"),
+    ".docx": Kind("Word", "office", "docx_text", package="python-docx", imports="docx"),
+    ".pptx": Kind(
+        "PowerPoint", "office", "pptx_text", unit="slide", package="python-pptx", imports="pptx"
+    ),
+    ".xlsx": Kind("Excel", "office", "xlsx_text", package="openpyxl", imports="openpyxl"),
+    ".xlsm": Kind("Excel", "office", "xlsx_text", package="openpyxl", imports="openpyxl"),
     ".csv": Kind("CSV", "tables", "csv_table", extra=False),
     ".tsv": Kind("TSV", "tables", "tsv_table", extra=False),
     ".html": Kind("HTML", "web", "html_text", extra=False),
@@ -93,11 +102,14 @@ Reader = Callable[[bytes, Limits], str]
 
 def _reader(kind: Kind) -> Reader:
     try:
+        if kind.imports:
+            importlib.import_module(kind.imports)
         module = importlib.import_module(f"{__name__}.{kind.module}")
     except ImportError as exc:
-        missing = getattr(exc.__cause__, "name", None) or "its reader"
-        msg = f"a {kind.label} file, whose reader ({missing}) is not installed: {EXTRA_INSTALL}"
-        raise Unindexable(msg) from None
+        missing = kind.package or getattr(exc.__cause__, "name", None) or "its reader"
+        article = "an" if kind.label[:1] in "AEIOU" else "a"
+        msg = f"{article} {kind.label} file, whose reader ({missing}) is not installed: "
+        raise Unindexable(msg + EXTRA_INSTALL) from None
     return cast(Reader, getattr(module, kind.function))
 
 
