@@ -123,10 +123,10 @@ def test_plugins_pin_the_core_minor_series(dist: str) -> None:
     import ragbudget
 
     pins = [r for r in requires(dist) or [] if _name(r) == "ragbudget" and "extra ==" not in r]
-    assert len(pins) == 1
+    assert pins  # the core, and its `bpe` extra where bpe-openai has wheels (exact by default)
     major, minor = ragbudget.__version__.split(".")[:2]
-    assert f">={major}.{minor}" in pins[0]
-    assert f"<{major}.{int(minor) + 1}" in pins[0]
+    for pin in pins:
+        assert f">={major}.{minor}" in pin and f"<{major}.{int(minor) + 1}" in pin, pin
 
 
 @pytest.mark.parametrize("dist", list(PACKAGES))

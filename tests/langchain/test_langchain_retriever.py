@@ -29,6 +29,7 @@ from langchain_core.vectorstores import InMemoryVectorStore
 from langchain_ragbudget import SCORE_KEYS, TRUNCATION_EVENT, TokenBudgetRetriever
 from pydantic import ValidationError
 from ragbudget import TokenCounter, TruncationInfo, get_counter
+from ragbudget.exact import default_spec
 
 QUERY = "parse command line options and arguments"
 EXACT = "tiktoken:cl100k_base"
@@ -235,7 +236,7 @@ def test_the_counter_is_the_one_configured_now() -> None:
         len(d.page_content + SEP) for d in docs
     ]
     assert [d.metadata["ragbudget"]["tokens"] for d in retriever.invoke("q")] == [
-        get_counter(None).count(d.page_content + SEP) for d in docs
+        get_counter(default_spec()).count(d.page_content + SEP) for d in docs
     ]
 
 
@@ -243,7 +244,7 @@ def test_a_callable_formatter_must_return_text() -> None:
     base = ListRetriever(docs=_docs(3))
     upper = TokenBudgetRetriever(base_retriever=base, document_formatter=lambda d: d.id.upper())
     assert [d.metadata["ragbudget"]["tokens"] for d in upper.invoke("q")] == [
-        get_counter(None).count(f"D{i}{SEP}") for i in range(3)
+        get_counter(default_spec()).count(f"D{i}{SEP}") for i in range(3)
     ]
     broken = TokenBudgetRetriever(base_retriever=base, document_formatter=lambda d: 42)
     with pytest.raises(TypeError, match="document_formatter must return a str, got int"):
@@ -468,7 +469,7 @@ def test_the_class_docstring_examples_run_as_written() -> None:
     for block in blocks[:2]:  # Instantiate, Use (the Async one needs an event loop)
         exec(textwrap.dedent(block), namespace)
     docs = namespace["docs"]
-    assert len(docs) == 2  # "2 of the 20"
+    assert len(docs) == 3  # "3 of the 20" (exact counts, the default with bpe-openai)
     shown = re.search(r"metadata\[\"ragbudget\"\] +# (\{.*\})", TokenBudgetRetriever.__doc__ or "")
     assert shown is not None
     assert docs[0].metadata["ragbudget"] == ast.literal_eval(

@@ -1,4 +1,5 @@
-"""counter=None: the user's Settings.tokenizer when they set one, else ragbudget's estimate."""
+"""counter=None: the user's Settings.tokenizer when they set one, else exact where bpe-openai is
+installed (the plugin brings it where it has wheels), else ragbudget's estimate."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from llama_index.core import Settings
 from llama_index.core.schema import MetadataMode
 from llama_index.postprocessor.ragbudget import TokenBudgetPostprocessor
 from ragbudget import get_counter
+from ragbudget.exact import default_spec
 
 
 @pytest.fixture
@@ -19,10 +21,12 @@ def no_global_tokenizer(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.usefixtures("no_global_tokenizer")
-def test_unset_uses_the_estimate_and_creates_nothing() -> None:
+def test_unset_counts_exactly_where_it_can_and_creates_nothing() -> None:
+    # As the server does: exact (bpe-openai, which the plugin brings where it has wheels),
+    # else the estimate.
     counter = TokenBudgetPostprocessor().token_counter()
-    assert counter.name == "estimate"
-    assert not counter.exact
+    assert counter.name == default_spec() == "exact"
+    assert counter.exact
     assert llama_index.core.global_tokenizer is None  # Settings.tokenizer was not read
 
 
@@ -30,7 +34,7 @@ def test_unset_uses_the_estimate_and_creates_nothing() -> None:
 def test_llama_index_lazy_default_is_not_taken_for_a_user_choice() -> None:
     _ = Settings.tokenizer  # what the splitter and prompt helper do: creates the default
     assert llama_index.core.global_tokenizer is not None
-    assert TokenBudgetPostprocessor().token_counter().name == "estimate"
+    assert TokenBudgetPostprocessor().token_counter().name == default_spec()
 
 
 @pytest.mark.usefixtures("no_global_tokenizer")
@@ -65,3 +69,18 @@ def test_user_set_tokenizer_with_the_defaults_encoding_still_counts_as_set() -> 
     assert counter.name == "llama_index:Settings.tokenizer"
     text = module_docstring("json")
     assert counter.count(text) == get_counter("tiktoken:cl100k_base").count(text)
+
+
+@pytest.mark.usefixtures("no_global_tokenizer")
+@pytest.mark.parametrize("budget", [200, 500, 1500])
+def test_max_tokens_is_a_hard_limit_by_default(budget: int) -> None:
+    # The default counter is exact: the nodes' LLM-visible content stays within max_tokens by
+    # both o200k and cl100k (the estimate once gave 503 o200k tokens at 500).
+    names = ("argparse", "json", "statistics", "sched", "difflib", "pickle", "heapq")
+    nodes = [scored(module_docstring(n), 1 - i / 10, n, topic=n) for i, n in enumerate(names)]
+    out = TokenBudgetPostprocessor(max_tokens=budget).postprocess_nodes(nodes)
+    assert out
+    for name in ("o200k_base", "cl100k_base"):
+        encoding = tiktoken.get_encoding(name)
+        seen = [n.node.get_content(metadata_mode=MetadataMode.LLM) for n in out]
+        assert sum(len(encoding.encode(text)) for text in seen) <= budget, name

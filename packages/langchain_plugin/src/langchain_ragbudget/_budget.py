@@ -14,6 +14,7 @@ from langchain_core.prompts import BasePromptTemplate, format_document
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from ragbudget import Chunk, TokenCounter, TruncationInfo, fit, get_counter, rank_chunks
 from ragbudget.evidence import dedupe, merge_adjacent
+from ragbudget.exact import default_spec
 
 from langchain_ragbudget._evidence import (
     POSITIONS,
@@ -64,7 +65,9 @@ class BudgetOptions(BaseModel):
     counter: Any = Field(
         default=None,
         description=(
-            "Token counter spec for `ragbudget.get_counter`: None (the offline estimate), "
+            "Token counter spec for `ragbudget.get_counter`: None ('exact', the larger of the "
+            "exact cl100k and o200k counts, when bpe-openai is installed, as with "
+            "`ragbudget[bpe]`; else the offline estimate), 'estimate', "
             "'tiktoken:cl100k_base', 'hf:<tokenizer.json>', a TokenCounter or a callable "
             "str -> int."
         ),
@@ -242,7 +245,7 @@ class BudgetOptions(BaseModel):
         """The best documents that fit (copies, annotated) and what was left out; `query`
         chooses the lines snippets keep."""
         docs = _as_documents(documents)
-        counter = get_counter(self.counter)
+        counter = get_counter(default_spec() if self.counter is None else self.counter)
         ids = _chunk_ids(docs)
         given = len(docs)
         docs, ids, folded = self._fold(docs, ids)

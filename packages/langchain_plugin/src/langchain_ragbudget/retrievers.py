@@ -69,8 +69,8 @@ class TokenBudgetRetriever(BudgetOptions, BaseRetriever):
 
     Use:
         ```python
-        docs = retriever.invoke("note 3")  # 2 of the 20: as many as fit 500 tokens
-        docs[0].metadata["ragbudget"]      # {'tokens': 168, 'rank': 0, 'score': None, 'cut': False}
+        docs = retriever.invoke("note 3")  # 3 of the 20: as many as fit 500 tokens
+        docs[0].metadata["ragbudget"]      # {'tokens': 151, 'rank': 0, 'score': None, 'cut': False}
         retriever.invoke("note 3", k=2)    # at most 2
         ```
 

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from ragbudget import TokenCounter, get_counter
+from ragbudget.exact import default_spec
 
 __all__ = ["SettingsTokenizerCounter", "default_counter", "user_settings_tokenizer"]
 
@@ -70,11 +71,13 @@ _last: tuple[Callable[[str], Any], SettingsTokenizerCounter] | None = None
 
 
 def default_counter() -> TokenCounter:
-    """The counter for `counter=None`: the user's `Settings.tokenizer`, else the estimate."""
+    """The counter for `counter=None`: the user's `Settings.tokenizer`, else `exact` (the
+    larger of the exact cl100k and o200k counts) when bpe-openai is installed, else the
+    estimate (`ragbudget.exact.default_spec`, as the server and the middleware choose)."""
     global _last
     tokenizer = user_settings_tokenizer()
     if tokenizer is None:
-        return get_counter(None)
+        return get_counter(default_spec())
     with _lock:
         if _last is None or _last[0] is not tokenizer:
             _last = (tokenizer, SettingsTokenizerCounter(tokenizer))

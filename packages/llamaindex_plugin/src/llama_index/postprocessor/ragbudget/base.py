@@ -134,7 +134,8 @@ class TokenBudgetPostprocessor(BaseNodePostprocessor):
     counter: Any = Field(
         default=None,
         description="Token counter spec (see ragbudget.get_counter); None: the tokenizer set "
-        "with Settings.tokenizer, else ragbudget's estimate. Only string specs are serialized.",
+        "with Settings.tokenizer, else 'exact' when bpe-openai is installed (ragbudget[bpe]), "
+        "else ragbudget's estimate. Only string specs are serialized.",
     )
     strategy: Strategy = Field(
         default="stop",
