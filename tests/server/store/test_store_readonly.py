@@ -26,11 +26,30 @@ AS_NOBODY = [SETPRIV or "setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--
 if not AS_ROOT:
     AS_NOBODY = []
 
+
 pytestmark = [
     pytest.mark.process,
     pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions"),
     pytest.mark.skipif(AS_ROOT and SETPRIV is None, reason="root, and no setpriv to drop it"),
 ]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _others_can_run() -> None:
+    """Skip, saying why, where `nobody` cannot start `ragbudget` from this checkout: a clone
+    (or its Python) in a folder other users cannot enter, such as a home of mode 0700."""
+    if not AS_NOBODY:
+        return
+    probe = subprocess.run(
+        [*AS_NOBODY, str(RAGBUDGET), "--version"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    if probe.returncode != 0:
+        pytest.skip(
+            "the suite runs as root and these tests drop to `nobody`, who cannot start "
+            f"{RAGBUDGET} (a clone in a 0700 folder?): {probe.stderr.strip()[:200]}"
+        )
+
 
 Listing = dict[str, tuple[int, int, int]]
 
