@@ -114,7 +114,23 @@ def test_errors_are_one_line_on_stderr(
     result = runner.invoke(app, [a.replace("{db}", str(db)) for a in args])
     assert result.exit_code == 1
     assert needle in result.stderr
+    assert result.stderr.startswith("error: "), repr(result.stderr)  # no empty line first
     assert "Traceback" not in result.output and result.stdout == ""
+
+
+def test_ctrl_c_during_ingest_says_nothing_is_lost_and_how_to_finish(
+    runner: CliRunner, db: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragbudget_server.store import DocumentStore
+
+    def interrupted(*_args: object, **_kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(DocumentStore, "ingest", interrupted)
+    result = runner.invoke(app, ["ingest", str(corpus), "--db", str(db)])
+    assert result.exit_code == 130
+    assert result.stderr.count("\n") == 1, result.stderr  # one line
+    assert "nothing is lost" in result.stderr and "ingest again" in result.stderr
 
 
 @pytest.mark.process

@@ -85,9 +85,17 @@ OFFSET_HINT = "--offset {offset}"
 def _errors() -> Iterator[None]:
     try:
         yield
+    except typer.Exit:  # a RuntimeError too: an exit already said why
+        raise
     except (ValueError, TypeError, FileNotFoundError, ImportError, RuntimeError) as exc:
         _print_error(str(exc))
         raise typer.Exit(1) from None
+
+
+INTERRUPTED = (
+    "interrupted: the files ingested before it are stored and nothing is lost; run the same "
+    "ingest again to finish (unchanged files are skipped)"
+)
 
 
 def _print_error(message: str) -> None:
@@ -134,7 +142,9 @@ def ingest(
         documents = store.open(ctx)
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TimeElapsedColumn(), TextColumn("{task.fields[path]}", style="dim"))  # fmt: skip
-        with Progress(*columns, console=err, transient=True) as progress:
+        # Off a terminal there is nothing to animate (and rich would leave an empty line).
+        shown = err.is_terminal
+        with Progress(*columns, console=err, transient=True, disable=not shown) as progress:
             task = progress.add_task("ingesting", total=None, path="")
 
             def on_progress(done: int, total: int, path: str) -> None:
@@ -148,10 +158,15 @@ def ingest(
                 )
                 if value is not None
             }
-            report = documents.ingest(
-                paths, chunk_tokens=chunk_tokens, overlap=overlap, prune=prune,
-                on_progress=on_progress, **limits,
-            )  # fmt: skip
+            try:
+                report = documents.ingest(
+                    paths, chunk_tokens=chunk_tokens, overlap=overlap, prune=prune,
+                    on_progress=on_progress, **limits,
+                )  # fmt: skip
+            except KeyboardInterrupt:
+                progress.stop()
+                _print_error(INTERRUPTED)
+                raise typer.Exit(130) from None
         title = f"ingest into {store.collection!r}"
         table = Table(title=title, show_header=False, title_justify="left")
         for label, value in (
