@@ -105,7 +105,8 @@ def main(folder: Path, packages: tuple[str, ...] = PACKAGES) -> dict[str, Any]:
     print(f"\nQuery: {query!r}: the top 20 chunks hold {raw:,} tokens of text;"
           f" the budget is {budget:,} for the whole response.")  # fmt: skip
     _show("search, limit 20, max_tokens 2000", first, counter, budget)
-    assert first.next_cursor is not None and first.next_offset is not None
+    assert first.next_cursor is not None
+    assert first.next_offset is not None
     second = store.search(query, limit=20, max_tokens=budget, cursor=first.next_cursor)
     _show(f'the same search, cursor="{first.next_cursor}" (the notice\'s continuation)', second,
           counter, budget, first.next_offset)  # fmt: skip

@@ -475,3 +475,21 @@ def test_the_class_docstring_examples_run_as_written() -> None:
     assert docs[0].metadata["ragbudget"] == ast.literal_eval(
         shown.group(1)
     )  # as the docstring says
+
+
+@pytest.mark.parametrize("budget", [200, 500, 1000, 4000])
+@pytest.mark.parametrize("evidence", [False, True])
+def test_max_tokens_is_a_hard_limit_by_default(
+    stdlib_docs: list[Document], budget: int, evidence: bool
+) -> None:
+    # The default counter is exact (bpe-openai, installed with the plugin where it has wheels):
+    # the documents a chain joins stay within max_tokens by both o200k and cl100k.
+    options = {"merge_adjacent": True, "dedupe": True, "snippets": True} if evidence else {}
+    retriever = TokenBudgetRetriever(
+        base_retriever=ListRetriever(docs=stdlib_docs[:40]), max_tokens=budget, **options
+    )
+    docs = retriever.invoke("how are files and paths handled")
+    assert docs
+    joined = SEP.join(d.page_content for d in docs)
+    for spec in ("tiktoken:o200k_base", "tiktoken:cl100k_base"):
+        assert get_counter(spec).count(joined) <= budget, spec
