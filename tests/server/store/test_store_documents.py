@@ -4,6 +4,7 @@ text encoding detected, and every file not indexed named with its reason (never 
 from __future__ import annotations
 
 import builtins
+import io
 import os
 import subprocess
 import sys
@@ -191,3 +192,26 @@ def test_progress_names_the_file_being_read(make_store: MakeStore, tmp_path: Pat
     calls: list[tuple[int, int, str]] = []
     make_store().ingest([tmp_path], on_progress=lambda d, t, p: calls.append((d, t, p)))
     assert [(d, Path(p).name) for d, _, p in calls] == [(1, "b.md"), (2, "c.md"), (3, "c.md")]
+
+
+def test_a_sheet_with_a_far_cell_is_read_by_the_cells_it_holds() -> None:
+    # Values in A1 and XFD1048576 (a 1.5 KB file) state a 16,384 x 1,048,576 sheet: reading
+    # every row padded to that took minutes and 5.5 GB (this test's timeout stops the old
+    # reader). Only the cells it holds are read: three columns, not 16,384.
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    assert sheet is not None
+    sheet["A1"] = "near"
+    sheet["XFD1048576"] = "far"
+    for row in range(2, 20):  # and rows that reach far too
+        sheet.cell(row=row, column=1, value=f"r{row}")
+        sheet.cell(row=row, column=16_000, value="x")
+    buffer = io.BytesIO()
+    book.save(buffer)
+    data = buffer.getvalue()
+    text = convert(Path("far.xlsx"), data, Limits(max_text_chars=1_000_000)).text
+    lines = text.splitlines()
+    assert lines[:4] == ["## Sheet: Sheet", "", "| near |  |  |", "| --- | --- | --- |"]
+    assert lines[4] == "| r2 | x |  |" and lines[-1] == "|  |  | far |"

@@ -40,7 +40,7 @@ __all__ = [
     "page_marker",
 ]
 
-CONVERTER_VERSION = "1"
+CONVERTER_VERSION = "2"
 """Bumped when a reader's output changes, so converted files are read again on the next ingest."""
 
 EXTRA_INSTALL = (

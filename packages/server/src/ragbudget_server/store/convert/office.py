@@ -130,15 +130,33 @@ def xlsx_text(data: bytes, limits: Limits) -> str:
         out = _Text(limits)
         for sheet in book.worksheets[: limits.max_pages]:
             limits.check_time()
-            rows: list[tuple[Any, ...]] = []
-            size = 0
-            for row in sheet.iter_rows(values_only=True):
-                rows.append(row)
-                size += sum(len(str(v)) + 3 for v in row if v is not None)
-                limits.check_size(size)
-            table = markdown_rows(rows)
+            table = markdown_rows(_sheet_rows(sheet, limits))
             if table:
                 out.add([f"## Sheet: {sheet.title}", "", *table, ""])
     finally:
         book.close()
     return out.text()
+
+
+def _sheet_rows(sheet: Any, limits: Limits) -> list[list[Any]]:
+    """The sheet's rows by the cells it really holds: the rows and columns with a value, in
+    order. The sheet's stated dimension (a stray cell at XFD1048576 makes it 16,384 x
+    1,048,576) is not read: every row would be padded to it, billions of empty cells. Time
+    and size are checked as the rows come, not between sheets."""
+    sheet.reset_dimensions()  # each row as long as its own last cell; missing rows empty
+    kept: list[dict[int, Any]] = []
+    used: set[int] = set()
+    size = 0
+    for row in sheet.iter_rows(values_only=True):
+        limits.check_time()
+        if not row:
+            continue
+        cells = {column: value for column, value in enumerate(row) if value is not None}
+        if not cells:
+            continue
+        size += sum(len(str(value)) + 3 for value in cells.values())
+        limits.check_size(size)
+        used.update(cells)
+        kept.append(cells)
+    columns = sorted(used)
+    return [[cells.get(column) for column in columns] for cells in kept]
