@@ -19,7 +19,7 @@ from document_files import (
 )
 from ragbudget_server.cli import app
 from ragbudget_server.store import DocumentStore, StoreError
-from ragbudget_server.store.convert import Limits, Unindexable, convert, decode_text
+from ragbudget_server.store.convert import Limits, Unindexable, convert, decode_text, looks_binary
 from typer.testing import CliRunner
 
 MakeStore = Callable[..., DocumentStore]
@@ -103,11 +103,22 @@ def test_search_results_and_read_cite_pdf_pages(make_store: MakeStore, tmp_path:
         ("Привет, как дела? Всё хорошо, спасибо.\n".encode("cp1251") * 3, "Всё хорошо"),
         ("UTF-16 with a BOM: naïve café\n".encode("utf-16"), "naïve café"),
         ("\ufeffUTF-8 with a BOM\n".encode(), "UTF-8 with a BOM"),
+        ("UTF-16 LE, no BOM: naïve café\n".encode("utf-16-le") * 3, "naïve café"),
+        ("UTF-16 BE, no BOM: naïve café\n".encode("utf-16-be") * 3, "naïve café"),
     ],
 )
 def test_text_encodings_are_detected(data: bytes, expected: str) -> None:
     text = decode_text(data)
     assert expected in text and not text.startswith("\ufeff")
+
+
+def test_binary_with_nul_bytes_is_still_binary() -> None:
+    # NULs where UTF-16 would have them, but decoding to control characters: not text.
+    data = bytes(range(256)) * 40
+    assert looks_binary(data)
+    with pytest.raises(Unindexable, match="binary"):
+        decode_text(data)
+    assert not looks_binary("plain UTF-16 LE text\n".encode("utf-16-le") * 5)
 
 
 def test_too_little_text_to_detect_is_named() -> None:

@@ -1,4 +1,5 @@
-"""Plain text in any common encoding: UTF-8 first, then a byte-order mark, then detection.
+"""Plain text in any common encoding: UTF-8 first, then a byte-order mark, then UTF-16 without
+one (by where its NUL bytes fall), then detection.
 
 Detection is charset-normalizer's (the detector requests uses): it decodes the bytes with each
 plausible encoding and keeps the ones whose text is least "chaotic" and most like a language.
@@ -36,9 +37,37 @@ def _bom(data: bytes) -> str | None:
     return next((name for bom, name in _BOMS if data.startswith(bom)), None)
 
 
+def _utf16_without_bom(data: bytes) -> str | None:
+    """`utf-16-le` or `utf-16-be` for text written so with no byte-order mark (Windows tools
+    do): most of the first 8 KB's code units have a NUL high byte on one side and none on the
+    other, and the whole decodes to printable text. None otherwise (a binary file's NULs
+    fall anywhere, or decode to control characters)."""
+    sample = data[: _SNIFF_BYTES & ~1]
+    pairs = len(sample) // 2
+    if pairs < 2 or len(data) % 2:
+        return None
+    odd = sample[1::2].count(0) / pairs  # the high byte of little-endian ASCII
+    even = sample[0::2].count(0) / pairs
+    if odd >= 0.6 and even == 0:
+        encoding = "utf-16-le"
+    elif even >= 0.6 and odd == 0:
+        encoding = "utf-16-be"
+    else:
+        return None
+    try:
+        text = data[: 1 << 20].decode(encoding)
+    except UnicodeDecodeError:
+        return None
+    controls = sum(1 for ch in text if ch < " " and ch not in "\t\n\r\f")
+    return encoding if controls <= len(text) // 1000 else None
+
+
 def looks_binary(data: bytes) -> bool:
-    """NUL bytes near the start, in a file without a UTF-16/32 byte-order mark."""
-    return _bom(data) is None and b"\x00" in data[:_SNIFF_BYTES]
+    """NUL bytes near the start, in a file without a UTF-16/32 byte-order mark that is not
+    UTF-16 text either."""
+    if _bom(data) is not None or b"\x00" not in data[:_SNIFF_BYTES]:
+        return False
+    return _utf16_without_bom(data) is None
 
 
 def decode_text(data: bytes) -> str:
@@ -51,7 +80,14 @@ def decode_text(data: bytes) -> str:
             msg = f"not {bom} text despite its byte-order mark ({exc.reason} at byte {exc.start})"
             raise Unindexable(msg) from None
     if b"\x00" in data[:_SNIFF_BYTES]:
-        raise Unindexable("binary (NUL bytes)")
+        utf16 = _utf16_without_bom(data)
+        if utf16 is None:
+            raise Unindexable("binary (NUL bytes)")
+        try:
+            return data.decode(utf16)
+        except UnicodeDecodeError as exc:  # past the first MiB the check read
+            msg = f"not {utf16} text past its first MiB ({exc.reason} at byte {exc.start})"
+            raise Unindexable(msg) from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
