@@ -15,8 +15,11 @@ ones the ingest deleted are accounted as gone), never a chunk added since.
 
 A snapshot's key names the query, the filters and the store's version, so the same search on
 the same store reads the same snapshot (its `offset` pages included): offsets are exact while
-the store does not change and the snapshot lives. An extension grows a snapshot by steps that
-depend only on its length, so two processes extending one snapshot write the same ids.
+the store does not change and the snapshot lives. The version names the chunks the store holds
+(`backend.content_version`), so stores holding the same chunks give the same search the same
+key, and the same answer: a cursor's text is part of the answer its budget holds (issue 51).
+An extension grows a snapshot by steps that depend only on its length, so two processes
+extending one snapshot write the same ids.
 
 Where snapshots live (`shelf_for`):
 - an embedded store: files in a folder of the system's temporary directory named after the
@@ -162,7 +165,8 @@ class Shelf(Protocol):
 
 def new_key(query: str, where: dict[str, Any] | None, version: str) -> str:
     """The key of a search's snapshot: the same search on the same store version reads the
-    same snapshot, so its pages (by cursor or by offset) read one ranking."""
+    same snapshot, so its pages (by cursor or by offset) read one ranking; and stores holding
+    the same chunks (one version) print the same cursor."""
     digest = hashlib.sha256(json.dumps([query, where, version], sort_keys=True).encode())
     return digest.hexdigest()[:12]
 

@@ -40,6 +40,7 @@ __all__ = [
     "after_ingest",
     "before_ingest",
     "cosine_distances",
+    "decided",
     "index_for",
     "lexical_state",
     "proposer",
@@ -71,6 +72,21 @@ def rrf(rankings: list[list[str]], k: int = RRF_K) -> list[str]:
     return sorted(score, key=lambda i: (-score[i], *(r.get(i, len(r)) for r in ranks), i))
 
 
+def decided(found: dict[str, Any], ask: int) -> list[tuple[float, str]]:
+    """Chroma's top list `found` (asked for `ask + 1`, or for every matching chunk) as
+    `(distance, id)` pairs by distance, then id: the nearest `ask`, less the ones as distant as
+    the one past them. Which of several equally distant chunks a top list ends with differs
+    from one index build to another (the hashing embedding puts every chunk sharing no word
+    with the query at distance 1.0): five stores built from the same files ranked five ways
+    (issue 51). Those are left to a longer list, or to the exact ranking of the rest, ties by
+    id; so a ranking is the same on every store holding the same chunks."""
+    pairs = sorted(zip(map(float, found["distances"][0]), found["ids"][0], strict=True))
+    if len(pairs) <= ask:
+        return pairs  # the whole list: nothing left out at its end
+    last = pairs[ask][0]
+    return [pair for pair in pairs[:ask] if pair[0] < last]
+
+
 def cosine_distances(vectors: Any, query: list[float]) -> list[float]:
     """Cosine distance of each row of `vectors` to `query` (the collections are cosine)."""
     vector = np.asarray(query, dtype=np.float64)
@@ -95,11 +111,10 @@ def seed(
         return ranking
     query = embedding()
     found = collection.query(
-        query_embeddings=[query], n_results=ask, where=ranking.where, include=["distances"]
-    )
-    pairs = sorted(
-        (float(d), i) for i, d in zip(found["ids"][0], found["distances"][0], strict=True)
-    )
+        query_embeddings=[query], n_results=min(ask + 1, ranking.total), where=ranking.where,
+        include=["distances"],
+    )  # fmt: skip
+    pairs = decided(found, ask)
     distance = {i: d for d, i in pairs}
     dense = [i for _, i in pairs]
     vectors = dict(zip(proposal.ids, proposal.vectors, strict=True))

@@ -33,6 +33,7 @@ from ragbudget_server.store.hybrid import (
     POOL,
     Propose,
     cosine_distances,
+    decided,
     seed,
 )
 from ragbudget_server.store.models import SearchResponse
@@ -87,8 +88,11 @@ def extend(
     Chroma's top list for the query, longer each time (`first`: exactly `upto`, the size of a
     plain query; then twice what is ranked, at least `_STEP`, so the ids an extension adds
     depend only on what was ranked, not on the page asking), minus the ids ranked already (and,
-    once an ingest recorded them, minus the chunks that did not match at the first page). When a
-    list brings nothing new or covers every matching chunk: all the rest, by exact distance.
+    once an ingest recorded them, minus the chunks that did not match at the first page). Each
+    list is asked for one more, and its last chunks as distant as that one are left to the next
+    list (`hybrid.decided`: which of equally distant chunks a list ends with is the index's
+    chance). When a list brings nothing new or covers every matching chunk: all the rest, by
+    exact distance, ties by id.
     """
     ids, distances = list(ranking.ids), list(ranking.distances)
     ranked = set(ids)
@@ -104,14 +108,14 @@ def extend(
         full = records is not None and not ids
         include = ["distances", "documents", "metadatas"] if full else ["distances"]
         found = collection.query(
-            query_embeddings=[query], n_results=ask, where=ranking.where, include=include
-        )
+            query_embeddings=[query], n_results=min(ask + 1, matching), where=ranking.where,
+            include=include,
+        )  # fmt: skip
         if full and records is not None:
             rows = zip(found["ids"][0], found["documents"][0], found["metadatas"][0], strict=True)
             records.update((i, (d or "", dict(m or {}))) for i, d, m in rows)
-        pairs = zip(found["ids"][0], map(float, found["distances"][0]), strict=True)
-        new = sorted((d, i) for i, d in pairs
-                     if i not in ranked and (members is None or i in members))  # fmt: skip
+        new = [(d, i) for d, i in decided(found, ask)
+               if i not in ranked and (members is None or i in members)]  # fmt: skip
         ids += [i for _, i in new]
         distances += [d for d, _ in new]
         ranked.update(i for _, i in new)

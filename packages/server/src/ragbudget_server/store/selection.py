@@ -111,7 +111,9 @@ def evidence_response(
     # Inside the selection, each candidate is rendered with the longest notice it could get
     # (truncated, a result cut, continuing after the last hit); the real notice is set after,
     # and the response measured again. Should it count more, the selection runs again with
-    # the excess taken off the budget.
+    # the excess taken off what it used: taken off the budget alone, a selection that left
+    # part of it unused came back nearly the same, and a page could use up its tries and fall
+    # back to the plain prefix, fewer results, on a few tokens' difference (issue 51).
     drawn: dict[tuple[Any, ...], SearchResult] = {}  # each candidate result built once
 
     def render(kept: list[Chunk]) -> str:
@@ -182,7 +184,7 @@ def evidence_response(
         size = counter.count(text)
         if size <= max_tokens:
             return measure(response, counter, Fitted(len(results), text, size))
-        budget -= size - max_tokens
+        budget = min(budget, report.used_tokens) - (size - max_tokens)
         if budget <= 0:
             break
     return plain()
