@@ -112,6 +112,7 @@ def test_no_doc_names_the_old_extra() -> None:
         assert "ragbudget[mcp]" not in doc.read_text(encoding="utf-8"), doc
 
 
+@pytest.mark.process  # `uv run ... ragbudget serve`: uv, then the server
 def test_checkout_config_starts_with_a_minimal_path_in_another_folder(tmp_path: Path) -> None:
     """examples/claude_desktop_config.json's checkout entry, as a desktop app launches it: the
     placeholders filled in, PATH=/usr/bin:/bin and nothing else, another working folder. The
@@ -141,9 +142,15 @@ def test_checkout_config_starts_with_a_minimal_path_in_another_folder(tmp_path: 
             proc.stdin.write(json.dumps(INITIALIZE).encode() + b"\n")
             proc.stdin.flush()
             line = proc.stdout.readline()
-        finally:
-            proc.kill()
-            proc.wait(timeout=30)
+        finally:  # the server ends at the end of its stdin, and uv with it (a SIGKILL to uv
+            # would leave its child running)
+            if proc.stdin is not None:
+                proc.stdin.close()
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=30)
     log = (tmp_path / "stderr.log").read_text(errors="replace")
     assert line, f"the server did not answer; its stderr:\n{log}"
     answer = json.loads(line)
