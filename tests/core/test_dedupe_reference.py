@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ragbudget import Chunk, get_counter
@@ -71,6 +72,7 @@ def near_texts(draw: st.DrawFn) -> list[Chunk]:
     return [Chunk(id=f"c{i}", text=t) for i, t in enumerate(texts)]
 
 
+@pytest.mark.slow  # 300 examples against the every-pair reference: ~3 s of CPU
 @settings(max_examples=300, deadline=None)
 @given(chunks=near_texts(), threshold=st.sampled_from([0.9, 0.8, 0.5, 1.0, 0.3]))
 def test_dedupe_answers_as_comparing_every_pair(chunks: list[Chunk], threshold: float) -> None:

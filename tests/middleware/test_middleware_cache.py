@@ -177,6 +177,7 @@ def test_held_bytes_measures_what_tracemalloc_sees() -> None:
     assert measured > 5 * len(text)  # why characters were no bound: several bytes each
 
 
+@pytest.mark.slow  # four 2.6 MB results under tracemalloc: ~4 s of CPU
 def test_the_cache_holds_no_more_memory_than_cache_bytes(exact_counter: TokenCounter) -> None:
     """Cut results of a large JSON (about 2.6 MB parsed each, 0.39 MB of text) under a 6.25 MB
     bound, measured by tracemalloc: the cache keeps what fits (two) and never more. (Four

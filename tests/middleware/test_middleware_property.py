@@ -143,6 +143,7 @@ def _within(parts: list[str], walls: Walls, counter: TokenCounter) -> bool:
     )
 
 
+@pytest.mark.slow  # ~2.5 s of CPU
 @SETTINGS
 @given(value=RESULTS | TEXTS, walls=WALLS, mirror=st.booleans())
 def test_every_result_and_page_stops_at_the_first_wall(

@@ -96,6 +96,7 @@ async def test_default_profile_for_an_unknown_client() -> None:
     assert {p.name for p in PROFILES} >= set(NAMES) - {"default"}
 
 
+@pytest.mark.slow  # a 40,000-token error paged back whole: ~3 s of CPU
 async def test_a_huge_tool_error_is_budgeted_and_stays_an_error() -> None:
     """Regression: `ToolError("tool error " * 20000)` at a 2,000 budget came back whole
     (40,001 tokens)."""

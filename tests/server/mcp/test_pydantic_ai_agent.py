@@ -105,7 +105,9 @@ async def test_a_pydantic_ai_agent_reads_the_passages_notice_and_cursor(
     transport = serve_stdio(
         "--db", str(store_dir), "--counter", COUNTER_SPEC, log_file=tmp_path / "stderr.log"
     )
-    toolset: MCPToolset[None] = MCPToolset(transport, log_handler=on_log)
+    # pydantic-ai gives a server 5 s to start and answer `initialize`: a loaded machine takes
+    # longer to start `ragbudget serve` (it failed so at a load average of 6)
+    toolset: MCPToolset[None] = MCPToolset(transport, log_handler=on_log, init_timeout=120)
     agent = Agent(FunctionModel(_scripted_model), toolsets=[toolset])
     async with toolset:
         run = await agent.run("How does textwrap wrap a paragraph?")

@@ -54,6 +54,7 @@ def _mixed(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     return root, good
 
 
+@pytest.mark.slow  # converts every kind of document: ~3 s of CPU
 def test_a_mixed_folder_indexes_every_good_file_and_names_every_other(
     make_store: MakeStore, tmp_path: Path
 ) -> None:

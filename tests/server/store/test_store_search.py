@@ -42,6 +42,7 @@ def _check(response: SearchResponse, counter: TokenCounter, max_tokens: int) -> 
         assert result.start_line <= result.end_line
 
 
+@pytest.mark.slow  # 40 searches of the stdlib store, a few rendered twice: ~3 s of CPU
 @_fixtures
 @given(
     query=st.sampled_from(QUERIES),

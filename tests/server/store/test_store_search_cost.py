@@ -73,6 +73,7 @@ def _every_prefix_deduped_by_select(chunks: list[Chunk]) -> tuple[list[Chunk], N
     return chunks, None
 
 
+@pytest.mark.slow  # 120 examples, each answered twice: ~4 s of CPU
 @settings(max_examples=120, deadline=None)
 @given(
     hits=ranked_hits(),

@@ -63,6 +63,7 @@ def test_search_stops_at_the_first_wall(
     assert page.used_tokens == counter.count(text) <= walls.tokens
 
 
+@pytest.mark.slow  # ~2.6 s of CPU
 @SLOW
 @given(walls=WALLS, offset=st.integers(1, 400), format=st.sampled_from(["text", "json"]))
 def test_read_stops_at_the_first_wall(
