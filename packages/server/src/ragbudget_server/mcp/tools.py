@@ -24,9 +24,9 @@ from fastmcp.exceptions import ToolError
 from fastmcp.tools import Tool, ToolResult
 from mcp_types import TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
-from ragbudget._shown import shown
 from ragbudget.counters import TokenCounter
 from ragbudget.limits import WalledCounter, profile_names
+from ragbudget.text import shown
 
 from ragbudget_server.mcp.answers import Ask, fit_answer
 from ragbudget_server.mcp.budgeting import BudgetExceededError
