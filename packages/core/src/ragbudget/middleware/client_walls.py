@@ -8,7 +8,8 @@ the client's character and byte walls still apply). Per-tool budgets replace the
 (an int) or all the walls (a `Walls`) for that tool.
 
 A 2026-07-28 request carries the client's name in its `_meta`; a handshake-era session has it
-from `initialize`. `client_name` reads either.
+from `initialize`. `client_name` reads the request's first, else the session's; the server's
+tools and the guard read it too.
 """
 
 from __future__ import annotations
@@ -144,18 +145,26 @@ class WallPolicy:
 
 
 def client_name(ctx: Context | None) -> str | None:
-    """The `clientInfo.name` of the client making the current request, or None if unknown."""
+    """The `clientInfo.name` of the client making the current request, or None if unknown.
+
+    The request's own `_meta` (`io.modelcontextprotocol/clientInfo`, MCP 2026-07-28) comes
+    first: it names who sent this request. Else the session's, from `initialize` (the
+    handshake protocol versions). An empty name is no name.
+    """
     if ctx is None:
         return None
     rc = ctx.request_context
     if rc is None:
         return None
+    meta: Any = getattr(rc, "meta", None)
+    info: Any = meta.get(CLIENT_INFO_META_KEY) if isinstance(meta, dict) else None
+    name = info.get("name") if isinstance(info, dict) else None
+    if isinstance(name, str) and name:
+        return name
     try:
         params = rc.session.client_params
     except AttributeError:  # pragma: no cover - a session without client params
         params = None
     if params is not None and params.client_info.name:
         return str(params.client_info.name)
-    info: Any = (rc.meta or {}).get(CLIENT_INFO_META_KEY)
-    name = info.get("name") if isinstance(info, dict) else None
-    return name if isinstance(name, str) else None
+    return None
