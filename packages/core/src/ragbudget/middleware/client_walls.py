@@ -35,7 +35,7 @@ __all__ = [
     "CLIENT_INFO_META_KEY",
     "MIN_MAX_TOKENS",
     "MIN_WALL_SIZE",
-    "Budget",
+    "ResolvedWalls",
     "WallPolicy",
     "client_name",
 ]
@@ -51,8 +51,9 @@ MIN_WALL_SIZE = 1_024
 
 
 @dataclass(frozen=True)
-class Budget:
-    """The walls one result gets, and where they come from (for notices)."""
+class ResolvedWalls:
+    """The walls one result gets, and where they come from (for notices): what
+    `WallPolicy.resolve` returns for a (tool, client)."""
 
     walls: Walls
     source: str
@@ -123,24 +124,24 @@ class WallPolicy:
             for name, budget in (tool_budgets or {}).items()
         }
 
-    def for_client(self, client: str | None) -> Budget:
+    def for_client(self, client: str | None) -> ResolvedWalls:
         """The walls of any tool without a budget of its own, for the client named `client`."""
         if self.walls is not None:
-            return Budget(self.walls, "walls set by the server")
+            return ResolvedWalls(self.walls, "walls set by the server")
         profile = self.profile or profile_for(client)
         walls = profile.walls(self.base_counter)
         if self.max_tokens is not None:
             walls = walls.with_tokens(self.max_tokens)
-        return Budget(walls, f"profile {profile.name}")
+        return ResolvedWalls(walls, f"profile {profile.name}")
 
-    def resolve(self, tool: str, client: str | None) -> Budget:
+    def resolve(self, tool: str, client: str | None) -> ResolvedWalls:
         """The walls of `tool`'s results for the client named `client`."""
         budget = self.for_client(client)
         own = self.tool_budgets.get(tool)
         if isinstance(own, Walls):
-            return Budget(own, f"walls set for {tool}")
+            return ResolvedWalls(own, f"walls set for {tool}")
         if own is not None:
-            return Budget(budget.walls.with_tokens(own), budget.source)
+            return ResolvedWalls(budget.walls.with_tokens(own), budget.source)
         return budget
 
 
