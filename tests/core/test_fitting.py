@@ -15,6 +15,7 @@ from ragbudget.fitting import (
     largest_prefix,
     least_budget,
     stated_count,
+    whole_fits,
 )
 
 WORDS = get_counter(lambda text: len(text.split()))  # monotone in prefix length
@@ -145,6 +146,28 @@ def test_cut_text_of_a_long_text_counts_only_near_the_cut() -> None:
     spaced = "x" + " " * 20_000 + "y"
     kept = cut_text(spaced, 100, get_counter(count))
     assert kept is not None and kept.text == spaced and kept.tokens == 2
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(max_size=400), limit=st.integers(0, 60))
+def test_whole_fits_is_the_count_against_the_budget(text: str, limit: int) -> None:
+    assert whole_fits(text, limit, WORDS) == (WORDS.count(text) <= limit)
+    assert whole_fits(text, limit, CHARS) == (len(text) <= limit)
+
+
+def test_whole_fits_of_a_long_text_over_the_budget_counts_a_prefix() -> None:
+    # the one check cut_text and the middleware's pages both make before cutting
+    counted: list[int] = []
+
+    def count(part: str) -> int:
+        counted.append(len(part))
+        return len(part.split())
+
+    text = " ".join(f"word{i}." for i in range(60_000))
+    assert not whole_fits(text, 1000, get_counter(count))
+    assert counted == [8 * 1001, 16 * 1001]  # prefixes of 8, then 16 characters a token
+    with pytest.raises((TypeError, ValueError), match="max_tokens"):
+        whole_fits("abc", -1, CHARS)
 
 
 def test_least_budget_reaches_a_fixed_point() -> None:
