@@ -47,7 +47,7 @@ PINNED = {
     ],
     "ragbudget_server.mcp": [
         "BearerTokenVerifier", "BudgetExceededError", "DEFAULT_MAX_TOKENS_CEILING",
-        "ServerSettings", "ServerStats", "clamp_budget", "create_server", "open_store",
+        "ServerSettings", "ServerStats", "create_server", "open_store",
     ],
     "ragbudget.estimate": [
         "DATA_FILE", "DATA_VERSION", "DEFAULT_TARGET", "TARGETS", "clear_caches", "estimate_tokens",

@@ -29,8 +29,7 @@ from ragbudget.limits import WalledCounter, profile_names
 from ragbudget.middleware.client_walls import client_name
 from ragbudget.text import shown
 
-from ragbudget_server.mcp.answers import Ask, fit_answer
-from ragbudget_server.mcp.budgeting import BudgetExceededError
+from ragbudget_server.mcp.answers import Ask, BudgetExceededError, fit_answer
 from ragbudget_server.mcp.client import log_if_asked
 from ragbudget_server.mcp.errors import refuse
 from ragbudget_server.mcp.reports import answer_json, answer_units, fit_listing, fit_report
