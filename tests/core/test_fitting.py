@@ -142,6 +142,9 @@ def test_cut_text_of_a_long_text_counts_only_near_the_cut() -> None:
     fitted = cut_text(text, 1000, get_counter(count))
     assert fitted is not None and fitted.tokens == 1000 and text.startswith(fitted.text)
     assert max(counted) <= 2 * 8 * 1001 < len(text) // 40  # two probes, then near the cut
+    counted.clear()  # the check before the cut (the middleware's pages make it too)
+    assert not whole_fits(text, 1000, get_counter(count))
+    assert counted == [8 * 1001, 16 * 1001]  # prefixes of 8, then 16 characters a token
     # a text over the probe that still fits is counted whole, and kept whole
     spaced = "x" + " " * 20_000 + "y"
     kept = cut_text(spaced, 100, get_counter(count))
@@ -155,17 +158,7 @@ def test_whole_fits_is_the_count_against_the_budget(text: str, limit: int) -> No
     assert whole_fits(text, limit, CHARS) == (len(text) <= limit)
 
 
-def test_whole_fits_of_a_long_text_over_the_budget_counts_a_prefix() -> None:
-    # the one check cut_text and the middleware's pages both make before cutting
-    counted: list[int] = []
-
-    def count(part: str) -> int:
-        counted.append(len(part))
-        return len(part.split())
-
-    text = " ".join(f"word{i}." for i in range(60_000))
-    assert not whole_fits(text, 1000, get_counter(count))
-    assert counted == [8 * 1001, 16 * 1001]  # prefixes of 8, then 16 characters a token
+def test_whole_fits_names_a_bad_budget() -> None:
     with pytest.raises((TypeError, ValueError), match="max_tokens"):
         whole_fits("abc", -1, CHARS)
 
