@@ -47,7 +47,7 @@ PINNED = {
     ],
     "ragbudget_server.mcp": [
         "BearerTokenVerifier", "BudgetExceededError", "DEFAULT_MAX_TOKENS_CEILING",
-        "ServerSettings", "ServerStats", "clamp_budget", "create_server", "open_store",
+        "ServerSettings", "ServerStats", "create_server", "open_store",
     ],
     "ragbudget.estimate": [
         "DATA_FILE", "DATA_VERSION", "DEFAULT_TARGET", "TARGETS", "clear_caches", "estimate_tokens",
@@ -138,34 +138,63 @@ def test_the_middleware_without_fastmcp_names_its_install_line() -> None:
     assert "pip install 'ragbudget[fastmcp]'" in done.stdout
 
 
-PLUGINS = Path(__file__).parent.parent / "packages"
+ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize("plugin", ["langchain_plugin", "llamaindex_plugin"])
-def test_the_plugins_import_only_public_core_names(plugin: str) -> None:
-    """A plugin depends on the core's public names: no private module (`ragbudget._x`,
-    `ragbudget.x._y`) and no private name (`from ragbudget import _x`)."""
-    sources = sorted((PLUGINS / plugin / "src").rglob("*.py"))
+def _imports(path: Path) -> list[tuple[int, str, list[str]]]:
+    """Each import in `path`: its line, the module, and the names taken from it (none for
+    `import x`)."""
+    found: list[tuple[int, str, list[str]]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module is not None and node.level == 0:
+            found.append((node.lineno, node.module, [alias.name for alias in node.names]))
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name, []) for alias in node.names]
+    return found
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+@pytest.mark.parametrize(
+    "folder",
+    ["packages/server/src", "packages/langchain_plugin/src", "packages/llamaindex_plugin/src"],
+)
+def test_outside_the_core_only_public_core_names_are_imported(folder: str) -> None:
+    """The server and the plugins depend on the core's public names: no private module
+    (`ragbudget._x`, `ragbudget.x._y`) and no private name (`from ragbudget import _x`)."""
+    sources = sorted((ROOT / folder).rglob("*.py"))
     assert sources
     private: list[str] = []
     for path in sources:
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.module is not None:
-                modules = [node.module]
-                names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.Import):
-                modules, names = [alias.name for alias in node.names], []
-            else:
+        for line, module, names in _imports(path):
+            parts = module.split(".")
+            if parts[0] != "ragbudget":
                 continue
-            for module in modules:
-                parts = module.split(".")
-                if parts[0] != "ragbudget":
-                    continue
-                bad = [p for p in parts if p.startswith("_")]
-                bad += [n for n in names if n.startswith("_")]
-                if bad:
-                    private.append(f"{path.name}:{node.lineno}: {module} {bad}")
-    assert private == []
+            bad = [p for p in parts if _private(p)] + [n for n in names if _private(n)]
+            if bad:
+                private.append(f"{path.relative_to(ROOT)}:{line}: {module} {bad}")
+    assert private == [], "private core names imported outside the core:\n" + "\n".join(private)
+
+
+@pytest.mark.parametrize(
+    ("folder", "package"),
+    [("packages/server/src/ragbudget_server", "ragbudget_server"),
+     ("packages/langchain_plugin/src/langchain_ragbudget", "langchain_ragbudget"),
+     ("packages/llamaindex_plugin/src/llama_index", "llama_index.postprocessor.ragbudget")],
+)  # fmt: skip
+def test_no_module_borrows_another_modules_private_name(folder: str, package: str) -> None:
+    """Within the server and the plugins, a module takes no private name (`_x`) from another:
+    what two modules share is public in one of them (a private module, `_options`, is the
+    package's own and may be imported)."""
+    private: list[str] = []
+    for path in sorted((ROOT / folder).rglob("*.py")):
+        for line, module, names in _imports(path):
+            own = module == package or module.startswith(package + ".")
+            if own and (bad := [n for n in names if _private(n)]):
+                private.append(f"{path.relative_to(ROOT)}:{line}: {module} {bad}")
+    assert private == [], "private names borrowed across modules:\n" + "\n".join(private)
 
 
 def _module_graph(src: Path, package: str) -> dict[str, set[str]]:

@@ -15,6 +15,7 @@ from ragbudget.fitting import (
     largest_prefix,
     least_budget,
     stated_count,
+    whole_fits,
 )
 
 WORDS = get_counter(lambda text: len(text.split()))  # monotone in prefix length
@@ -141,10 +142,25 @@ def test_cut_text_of_a_long_text_counts_only_near_the_cut() -> None:
     fitted = cut_text(text, 1000, get_counter(count))
     assert fitted is not None and fitted.tokens == 1000 and text.startswith(fitted.text)
     assert max(counted) <= 2 * 8 * 1001 < len(text) // 40  # two probes, then near the cut
+    counted.clear()  # the check before the cut (the middleware's pages make it too)
+    assert not whole_fits(text, 1000, get_counter(count))
+    assert counted == [8 * 1001, 16 * 1001]  # prefixes of 8, then 16 characters a token
     # a text over the probe that still fits is counted whole, and kept whole
     spaced = "x" + " " * 20_000 + "y"
     kept = cut_text(spaced, 100, get_counter(count))
     assert kept is not None and kept.text == spaced and kept.tokens == 2
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(max_size=400), limit=st.integers(0, 60))
+def test_whole_fits_is_the_count_against_the_budget(text: str, limit: int) -> None:
+    assert whole_fits(text, limit, WORDS) == (WORDS.count(text) <= limit)
+    assert whole_fits(text, limit, CHARS) == (len(text) <= limit)
+
+
+def test_whole_fits_names_a_bad_budget() -> None:
+    with pytest.raises((TypeError, ValueError), match="max_tokens"):
+        whole_fits("abc", -1, CHARS)
 
 
 def test_least_budget_reaches_a_fixed_point() -> None:

@@ -9,6 +9,7 @@ structured content as sent; pages still rebuild the original exactly.
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 from typing import Any
 
 import mcp_types as mt
@@ -19,6 +20,7 @@ from fastmcp.tools import ToolResult
 from mcp_types import TextContent
 from ragbudget.limits import DEFAULT_PROFILE, PROFILES, Walls, profile_for
 from ragbudget.middleware import TokenBudgetMiddleware
+from ragbudget.middleware.client_walls import CLIENT_INFO_META_KEY, client_name
 from ragbudget.middleware.paging import find_more_call, join_pages
 from third_party_server import ITEMS, LOG, NESTED, UNICODE, build_server
 from walls_check import over, read_all, readable
@@ -94,6 +96,36 @@ async def test_default_profile_for_an_unknown_client() -> None:
     estimated = TokenBudgetMiddleware(counter="estimate")
     assert estimated.counter.name == "estimate+15%"  # the estimate's margin
     assert {p.name for p in PROFILES} >= set(NAMES) - {"default"}
+
+
+def _context(meta: Any, session_name: str | None) -> Any:
+    """A stand-in for a fastmcp `Context`: the request's `_meta` and the session's
+    `initialize` params (None: no handshake)."""
+    params = None if session_name is None else SimpleNamespace(client_info=mt.Implementation(
+        name=session_name, version="1"))  # fmt: skip
+    session = SimpleNamespace(client_params=params)
+    return SimpleNamespace(request_context=SimpleNamespace(meta=meta, session=session))
+
+
+@pytest.mark.parametrize(
+    ("meta", "session_name", "name"),
+    [({CLIENT_INFO_META_KEY: {"name": "codex-mcp-client", "version": "1"}}, "claude-code",
+      "codex-mcp-client"),  # the request's own name first (2026-07-28)
+     ({CLIENT_INFO_META_KEY: {"name": "codex-mcp-client"}}, None, "codex-mcp-client"),
+     ({}, "claude-code", "claude-code"),  # handshake era: the session's
+     (None, "claude-code", "claude-code"),
+     ({CLIENT_INFO_META_KEY: {"name": ""}}, "claude-code", "claude-code"),  # empty: no name
+     ({CLIENT_INFO_META_KEY: "codex"}, None, None),
+     ({}, "", None),
+     ({}, None, None)],
+)  # fmt: skip
+def test_client_name_reads_the_request_first_then_the_session(
+    meta: Any, session_name: str | None, name: str | None
+) -> None:
+    assert client_name(_context(meta, session_name)) == name
+    assert client_name(None) is None
+    assert client_name(SimpleNamespace(request_context=None)) is None
+    assert CLIENT_INFO_META_KEY == mt.CLIENT_INFO_META_KEY  # the core's copy of the SDK's key
 
 
 @pytest.mark.slow  # a 40,000-token error paged back whole: ~3 s of CPU

@@ -15,7 +15,7 @@ from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 from mcp_helpers import COUNTER_SPEC, HEADERS, INITIALIZE, http_server
 from processes import server_env
-from ragbudget._shown import shown
+from ragbudget.text import shown
 from ragbudget_server.store import DocumentStore
 
 pytestmark = pytest.mark.process

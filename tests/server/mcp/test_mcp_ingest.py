@@ -12,7 +12,7 @@ from fastmcp import Client
 from fastmcp.exceptions import ToolError
 from mcp_helpers import COUNTER_SPEC, listing_of, page_of, visible_tokens
 from ragbudget import TokenCounter
-from ragbudget._shown import shown
+from ragbudget.text import shown
 from ragbudget_server.mcp import ServerSettings, create_server
 from ragbudget_server.mcp.answers import SearchAnswer
 from ragbudget_server.mcp.reports import fit_report

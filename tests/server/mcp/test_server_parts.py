@@ -9,8 +9,8 @@ import pytest
 from pydantic import ValidationError
 from ragbudget import TokenCounter, get_counter
 from ragbudget.errors import RagbudgetError
-from ragbudget_server.mcp import BearerTokenVerifier, ServerSettings, clamp_budget
-from ragbudget_server.mcp.budgeting import BudgetExceededError, checked_text
+from ragbudget_server.mcp import BearerTokenVerifier, ServerSettings
+from ragbudget_server.mcp.answers import BudgetExceededError, checked_text
 from ragbudget_server.mcp.roots import OutsideRootsError, check_ingest_paths
 
 
@@ -51,16 +51,8 @@ def test_checked_text_refuses_rather_than_overflow(
     with pytest.raises(BudgetExceededError):
         checked_text(Page("", measure=("x " * 57, 57)), 50, chars)
     errors = [r for r in caplog.records if r.levelname == "ERROR"]
-    assert len(errors) == 2 and errors[0].name == "ragbudget_server.mcp.budgeting"
+    assert len(errors) == 2 and errors[0].name == "ragbudget_server.mcp.answers"
     assert isinstance(BudgetExceededError("x"), RagbudgetError | ValueError)
-
-
-def test_clamp_budget() -> None:
-    assert clamp_budget(8192, 25_000) == (8192, None)
-    assert clamp_budget(25_000, 25_000) == (25_000, None)
-    budget, notice = clamp_budget(100_000, 25_000)
-    assert budget == 25_000
-    assert notice == "[max_tokens=100,000 is above this server's ceiling; clamped to 25,000 tokens]"
 
 
 def test_roots_resolve_relative_paths_and_refuse_escapes(tmp_path: Path) -> None:

@@ -40,6 +40,7 @@ __all__ = [
     "least_budget",
     "snap_to_boundary",
     "stated_count",
+    "whole_fits",
 ]
 
 
@@ -226,11 +227,11 @@ def _longest_chars(measure: _Measure, n_max: int, limit: int) -> int:
     return lo
 
 
-def _whole_fits(measure: _Measure, size: int) -> bool:
-    """Whether all `size` characters fit. Counts grow with the text, so a prefix over the
-    budget means the whole is: prefixes of twice the budget or so and doubling are tried
-    first, sparing the count of all of a long text (paging through a long line cut what was
-    left again, `more` after `more`, and counted all of it each time)."""
+def _probe_fits(measure: _Measure, size: int) -> bool:
+    """Whether candidate `size` (all of a text) fits. Counts grow with the text, so a prefix
+    over the budget means the whole is: prefixes of twice the budget or so and doubling are
+    tried first, sparing the count of all of a long text (paging through a long line cut what
+    was left again, `more` after `more`, and counted all of it each time)."""
     probe = (measure.max_tokens + 1) * _PROBE_CHARS
     if stops_early(measure.tc):
         probe = size  # the counter stops at the budget by itself
@@ -239,6 +240,21 @@ def _whole_fits(measure: _Measure, size: int) -> bool:
             return False
         probe *= 2
     return measure.fits(size)
+
+
+def whole_fits(text: str, max_tokens: int, counter: CounterSpec = None) -> bool:
+    """Whether all of `text` counts at most `max_tokens`, without counting all of a long text
+    that is over: a prefix of about twice the budget, then of twice as many characters, is
+    counted first, and any one over says no (a counter that stops at the budget by itself,
+    `counters.stops_early`, is asked once).
+
+        >>> from ragbudget.fitting import whole_fits
+        >>> [whole_fits("One. Two three.", budget, "chars:1") for budget in (15, 14)]
+        [True, False]
+    """
+    check_int("max_tokens", max_tokens, minimum=0)
+    measure = _Measure(lambda n: text[:n], max_tokens, get_counter(counter))
+    return _probe_fits(measure, len(text))
 
 
 def cut_text(
@@ -269,7 +285,7 @@ def cut_text(
         return wrap(text[:n])
 
     measure = _Measure(render_prefix, max_tokens, tc)
-    if _whole_fits(measure, len(text)):
+    if _probe_fits(measure, len(text)):
         return measure.result(len(text))
     if not measure.fits(0):
         return None

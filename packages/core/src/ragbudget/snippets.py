@@ -15,9 +15,9 @@ import unicodedata
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ragbudget._cjk import CJK_RUN, bigrams
 from ragbudget.fitting import cut_text, largest_prefix
 from ragbudget.models import Chunk
+from ragbudget.text import CJK_RUN, bigrams
 
 if TYPE_CHECKING:
     from ragbudget.evidence import Positions

@@ -8,7 +8,8 @@ the client's character and byte walls still apply). Per-tool budgets replace the
 (an int) or all the walls (a `Walls`) for that tool.
 
 A 2026-07-28 request carries the client's name in its `_meta`; a handshake-era session has it
-from `initialize`. `client_name` reads either.
+from `initialize`. `client_name` reads the request's first, else the session's; the server's
+tools and the guard read it too.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ __all__ = [
     "CLIENT_INFO_META_KEY",
     "MIN_MAX_TOKENS",
     "MIN_WALL_SIZE",
-    "Budget",
+    "ResolvedWalls",
     "WallPolicy",
     "client_name",
 ]
@@ -50,8 +51,9 @@ MIN_WALL_SIZE = 1_024
 
 
 @dataclass(frozen=True)
-class Budget:
-    """The walls one result gets, and where they come from (for notices)."""
+class ResolvedWalls:
+    """The walls one result gets, and where they come from (for notices): what
+    `WallPolicy.resolve` returns for a (tool, client)."""
 
     walls: Walls
     source: str
@@ -122,40 +124,48 @@ class WallPolicy:
             for name, budget in (tool_budgets or {}).items()
         }
 
-    def for_client(self, client: str | None) -> Budget:
+    def for_client(self, client: str | None) -> ResolvedWalls:
         """The walls of any tool without a budget of its own, for the client named `client`."""
         if self.walls is not None:
-            return Budget(self.walls, "walls set by the server")
+            return ResolvedWalls(self.walls, "walls set by the server")
         profile = self.profile or profile_for(client)
         walls = profile.walls(self.base_counter)
         if self.max_tokens is not None:
             walls = walls.with_tokens(self.max_tokens)
-        return Budget(walls, f"profile {profile.name}")
+        return ResolvedWalls(walls, f"profile {profile.name}")
 
-    def resolve(self, tool: str, client: str | None) -> Budget:
+    def resolve(self, tool: str, client: str | None) -> ResolvedWalls:
         """The walls of `tool`'s results for the client named `client`."""
         budget = self.for_client(client)
         own = self.tool_budgets.get(tool)
         if isinstance(own, Walls):
-            return Budget(own, f"walls set for {tool}")
+            return ResolvedWalls(own, f"walls set for {tool}")
         if own is not None:
-            return Budget(budget.walls.with_tokens(own), budget.source)
+            return ResolvedWalls(budget.walls.with_tokens(own), budget.source)
         return budget
 
 
 def client_name(ctx: Context | None) -> str | None:
-    """The `clientInfo.name` of the client making the current request, or None if unknown."""
+    """The `clientInfo.name` of the client making the current request, or None if unknown.
+
+    The request's own `_meta` (`io.modelcontextprotocol/clientInfo`, MCP 2026-07-28) comes
+    first: it names who sent this request. Else the session's, from `initialize` (the
+    handshake protocol versions). An empty name is no name.
+    """
     if ctx is None:
         return None
     rc = ctx.request_context
     if rc is None:
         return None
+    meta: Any = getattr(rc, "meta", None)
+    info: Any = meta.get(CLIENT_INFO_META_KEY) if isinstance(meta, dict) else None
+    name = info.get("name") if isinstance(info, dict) else None
+    if isinstance(name, str) and name:
+        return name
     try:
         params = rc.session.client_params
     except AttributeError:  # pragma: no cover - a session without client params
         params = None
     if params is not None and params.client_info.name:
         return str(params.client_info.name)
-    info: Any = (rc.meta or {}).get(CLIENT_INFO_META_KEY)
-    name = info.get("name") if isinstance(info, dict) else None
-    return name if isinstance(name, str) else None
+    return None

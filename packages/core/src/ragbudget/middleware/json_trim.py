@@ -94,10 +94,6 @@ def snap_text(text: str, end: int) -> int:
     return snap_to_boundary(text, end)
 
 
-def _units(value: Any) -> int:
-    return len(value) if isinstance(value, (str, list, dict)) else 0
-
-
 def _kind(value: Any) -> CutKind:
     if isinstance(value, str):
         return "chars"

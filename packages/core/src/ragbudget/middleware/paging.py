@@ -22,8 +22,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ragbudget.counters import TokenCounter, count_up_to, stops_early
-from ragbudget.fitting import cut_text, largest_cut, largest_fitting
+from ragbudget.counters import TokenCounter, count_up_to
+from ragbudget.fitting import cut_text, largest_cut, largest_fitting, whole_fits
 from ragbudget.limits import Walls
 from ragbudget.middleware.json_trim import (
     Cut,
@@ -95,7 +95,7 @@ def first_text_page(text: str, start: int, budget: int, counter: TokenCounter) -
     over; the page's end is then found among the line ends within reach (no token is longer
     than 64 characters) by `largest_cut`: a few counts of about a page each."""
     rest = text[start : start + (budget + 1) * 64 + 1]
-    if len(text) - start <= (budget + 1) * 64 and _whole_fits(text[start:], budget, counter):
+    if len(text) - start <= (budget + 1) * 64 and whole_fits(text[start:], budget, counter):
         return len(text)
     ends = [m.end() for m in _NEWLINE.finditer(rest)]
     fitted = largest_cut(rest, ends, budget, counter) if ends else None
@@ -108,15 +108,6 @@ def first_text_page(text: str, start: int, budget: int, counter: TokenCounter) -
 
 
 _NEWLINE = re.compile("\n")
-
-
-def _whole_fits(rest: str, budget: int, counter: TokenCounter) -> bool:
-    """Whether all of `rest` fits: a prefix of about twice the budget (8 characters a token)
-    counted over it says no without counting the whole (unless the counter stops early)."""
-    probe = (budget + 1) * 8
-    if not stops_early(counter) and probe < len(rest) and not _fits(counter, rest[:probe], budget):
-        return False
-    return _fits(counter, rest, budget)
 
 
 class Remainder:

@@ -22,7 +22,7 @@ from ragbudget.limits import Walls, with_estimate_margin
 from ragbudget.middleware.client_log import send_log
 from ragbudget.middleware.client_walls import (
     MIN_MAX_TOKENS,
-    Budget,
+    ResolvedWalls,
     WallPolicy,
     client_name,
 )
@@ -171,7 +171,7 @@ class TokenBudgetMiddleware(ToolInjectionMiddleware):
         """The guard of a client no profile names (or of the fixed walls)."""
         return self.guard_for(self.policy.for_client(None))
 
-    def guard_for(self, budget: Budget) -> ResultGuard:
+    def guard_for(self, budget: ResolvedWalls) -> ResultGuard:
         """A guard that counts in `budget`'s units and says where its walls come from."""
         more_tool = self.more_tool if self.continuation else None
         counter = budget.counter(CountMemo(self.counter))  # a guard serves one call
@@ -193,7 +193,7 @@ class TokenBudgetMiddleware(ToolInjectionMiddleware):
         """
         self.receipts.file(result, tokens, counter)
 
-    def budget_for(self, tool: str, client: str | None = None) -> Budget | None:
+    def budget_for(self, tool: str, client: str | None = None) -> ResolvedWalls | None:
         """The walls `tool`'s results get for the client named `client` (None: excluded)."""
         if tool in self.exclude_tools or (self.continuation and tool == self.more_tool):
             return None

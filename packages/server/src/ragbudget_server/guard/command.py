@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from ragbudget.limits import DEFAULT_PROFILE, PROFILES
 
+from ragbudget_server.logs import LOG_LEVELS, configure_logging
+
 if TYPE_CHECKING:
     from ragbudget.middleware import TokenBudgetMiddleware
 
@@ -25,7 +27,6 @@ __all__ = ["guard", "make_budget", "register"]
 logger = logging.getLogger(__name__)
 
 PROFILE_NAMES = ", ".join(p.name for p in (*PROFILES, DEFAULT_PROFILE))
-LOG_LEVELS = {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
@@ -170,7 +171,6 @@ def guard(
     stdout carries nothing but MCP messages; logs and the wrapped server's stderr go to stderr.
     """
     from ragbudget_server.guard.backend import http_backend, parse_pairs, stdio_backend
-    from ragbudget_server.mcp.command import _configure_logging
 
     level = log_level.upper()
     if level not in LOG_LEVELS:
@@ -197,7 +197,7 @@ def guard(
     except (ValueError, TypeError, ImportError) as exc:
         raise _fail(str(exc)) from None
 
-    _configure_logging(level)
+    configure_logging(level)
     # The SDK marks the handshake-era relays (roots, logging) deprecated; that is upstream's,
     # not something the guard's user can act on.
     from mcp.shared.exceptions import MCPDeprecationWarning

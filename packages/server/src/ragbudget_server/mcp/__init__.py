@@ -14,19 +14,18 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ragbudget_server.mcp.answers import BudgetExceededError
     from ragbudget_server.mcp.auth import BearerTokenVerifier
-    from ragbudget_server.mcp.budgeting import BudgetExceededError, clamp_budget
     from ragbudget_server.mcp.server import create_server, open_store
     from ragbudget_server.mcp.settings import DEFAULT_MAX_TOKENS_CEILING, ServerSettings
     from ragbudget_server.mcp.tools import ServerStats
 
 _WHERE = {
     "BearerTokenVerifier": "ragbudget_server.mcp.auth",
-    "BudgetExceededError": "ragbudget_server.mcp.budgeting",
+    "BudgetExceededError": "ragbudget_server.mcp.answers",
     "DEFAULT_MAX_TOKENS_CEILING": "ragbudget_server.mcp.settings",
     "ServerSettings": "ragbudget_server.mcp.settings",
     "ServerStats": "ragbudget_server.mcp.tools",
-    "clamp_budget": "ragbudget_server.mcp.budgeting",
     "create_server": "ragbudget_server.mcp.server",
     "open_store": "ragbudget_server.mcp.server",
 }
@@ -37,7 +36,6 @@ __all__ = [
     "BudgetExceededError",
     "ServerSettings",
     "ServerStats",
-    "clamp_budget",
     "create_server",
     "open_store",
 ]

@@ -11,34 +11,43 @@ page's ids, sources, lines, scores, continuation and the walls (`SearchAnswer`, 
 
 `fit_answer` runs the store call with the caller's budget (less the server's one line, when
 there is one: the clamp of an ask above the client's wall, or a character or byte wall that
-stopped the answer before its token budget) and measures the block the client gets.
+stopped the answer before its token budget) and measures the block the client gets. The store
+budgets its own rendering and reports the count it measured (`SearchResponse.measured()`);
+`checked_text` is the server's one check of that count against the call's budget, before
+sending and without counting again: an answer over it is an error (`BudgetExceededError`,
+logged at ERROR), never sent.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 from ragbudget.counters import TokenCounter
+from ragbudget.errors import RagbudgetError
 from ragbudget.limits import ClientProfile, Wall, WalledCounter, Walls
 
-from ragbudget_server.mcp.budgeting import BudgetExceededError, checked_text
 from ragbudget_server.store import ReadResponse, SearchResponse
 from ragbudget_server.store.models import Format, accounted_ids
 from ragbudget_server.store.selection import Remembered
 
 __all__ = [
     "Budget",
+    "BudgetExceededError",
     "FittedAnswer",
     "ReadAnswer",
     "ResultRef",
     "SearchAnswer",
+    "checked_text",
     "fit_answer",
     "serialized",
 ]
+
+logger = logging.getLogger(__name__)
 
 R = TypeVar("R", SearchResponse, ReadResponse)
 
@@ -179,6 +188,46 @@ def _lean(response: SearchResponse | ReadResponse, budget: Budget) -> SearchAnsw
         ),
         budget=budget,
     )  # fmt: skip
+
+
+class Rendered(Protocol):
+    """A store response: what it renders for the model, and what the store measured of it."""
+
+    def to_text(self) -> str: ...
+
+    def measured(self) -> tuple[str, int] | None: ...
+
+
+class BudgetExceededError(RagbudgetError, ValueError):
+    """A response over its budget reached the server's last check: a bug, never sent."""
+
+
+def checked_text(response: Rendered, budget: int, counter: TokenCounter) -> tuple[str, int]:
+    """The text the model will read and its token count, checked against `budget`: the
+    server's one check of the store's budget.
+
+    Uses the store's own measure when it has one (counted once, by the same counter), else
+    counts `to_text()`. The check cannot fire silently: were the store ever to overshoot, the
+    call fails with an error (logged at ERROR) instead of sending an over-budget result. The
+    count then goes with the result to the server's `TokenBudgetMiddleware`
+    (`ServerState.measured`), which does not count it again.
+
+    Raises:
+        BudgetExceededError: the text is over the budget (logged at ERROR: a store bug).
+    """
+    measured = response.measured()
+    if measured is None:
+        text = response.to_text()
+        measured = (text, counter.count(text))
+    text, used = measured
+    if used > budget:
+        msg = (
+            f"the response counts {used:,} tokens by {counter.name}, over its {budget:,}-token "
+            "budget; it was not sent (please report this as a ragbudget bug)"
+        )
+        logger.error(msg)
+        raise BudgetExceededError(msg)
+    return text, used
 
 
 @dataclass(frozen=True)

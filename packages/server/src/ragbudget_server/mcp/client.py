@@ -1,9 +1,11 @@
 """Who is asking: the client's name (and so its walls), and whether it asked for log messages.
 
-The client's name comes from `clientInfo.name`: sent once at `initialize` on handshake
-protocol versions (kept on the connection), and in each request's `_meta`
-(`io.modelcontextprotocol/clientInfo`) on 2026-07-28, where requests are stateless. Without
-either, the default profile applies; `--client` (`ServerSettings.client`) overrides both.
+The client's name comes from `clientInfo.name`: in each request's `_meta`
+(`io.modelcontextprotocol/clientInfo`) on 2026-07-28, where requests are stateless, else sent
+once at `initialize` on handshake protocol versions (kept on the connection); the core's
+`ragbudget.middleware.client_walls.client_name` reads it, for the tools as for the middleware.
+Without either, the default profile applies; `--client` (`ServerSettings.client`) overrides
+both.
 
 Log messages (`notifications/message`) go to a client only when it asked for them with a
 level: the request's `_meta["io.modelcontextprotocol/logLevel"]` (the 2026-07-28 opt-in, which
@@ -26,7 +28,6 @@ from typing import Any, get_args
 
 from fastmcp import Context
 from mcp_types import (
-    CLIENT_INFO_META_KEY,
     LOG_LEVEL_META_KEY,
     LoggingLevel,
     LoggingMessageNotification,
@@ -35,7 +36,7 @@ from mcp_types import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from ragbudget.counters import TokenCounter, get_counter, use_bundled_tiktoken_files
 
-__all__ = ["client_name", "log_if_asked", "offline_counter"]
+__all__ = ["log_if_asked", "offline_counter"]
 
 logger = logging.getLogger(__name__)
 
@@ -53,18 +54,6 @@ def _meta(ctx: Context) -> dict[str, Any]:
     request = ctx.request_context
     meta = getattr(request, "meta", None) if request is not None else None
     return meta if isinstance(meta, dict) else {}
-
-
-def client_name(ctx: Context) -> str | None:
-    """The `clientInfo.name` of the client making this request, if it sent one."""
-    info = _meta(ctx).get(CLIENT_INFO_META_KEY)
-    if isinstance(info, dict) and isinstance(info.get("name"), str):
-        return str(info["name"])
-    request = ctx.request_context
-    if request is None:
-        return None
-    params = request.session.client_params
-    return None if params is None else params.client_info.name
 
 
 def _asked_level(ctx: Context) -> str | None:

@@ -6,7 +6,6 @@ import enum
 import ipaddress
 import logging
 import os
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -15,6 +14,7 @@ from pydantic import ValidationError
 from ragbudget.limits import profile_names
 
 from ragbudget_server._options import DEFAULT_DB, StoreOptions, store_options
+from ragbudget_server.logs import LOG_LEVELS, configure_logging
 from ragbudget_server.mcp.http_security import check_allowed, check_auth_token, run_http
 from ragbudget_server.mcp.settings import (
     CLAUDE_MAX_TOKENS_CEILING,
@@ -55,24 +55,6 @@ def _leaf(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     return exc
-
-
-def _configure_logging(level: str) -> None:
-    """ragbudget's own log records (the library's and the server's) go to stderr: stdout
-    belongs to the protocol."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-    for name in ("ragbudget", "ragbudget_server"):
-        own = logging.getLogger(name)
-        own.handlers[:] = [handler]
-        own.setLevel(level)
-        own.propagate = False
-    # fastmcp echoes every log message sent to a client on this logger and lowers the record
-    # to DEBUG only after the level check, so it would print DEBUG blocks at any level. The
-    # server logs those messages itself (ragbudget_server.mcp.tools, INFO): below DEBUG, mute
-    # the echo.
-    echo = logging.getLogger("fastmcp.server.context.to_client")
-    echo.setLevel(logging.DEBUG if level == "DEBUG" else logging.CRITICAL + 1)
 
 
 def _option(field: str) -> str:
@@ -202,9 +184,9 @@ def serve(
         raise _fail(f"missing a dependency ({exc}): pip install ragbudget-server", code=1) from None
 
     level = log_level.upper()
-    if level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+    if level not in LOG_LEVELS:
         raise _fail(f"--log-level must be DEBUG, INFO, WARNING or ERROR, got {log_level!r}")
-    _configure_logging(level)
+    configure_logging(level)
     db, server = store.location(ctx)
     try:
         settings = ServerSettings(

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from ragbudget._shown import shown
+from ragbudget.text import shown
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, MutableMapping

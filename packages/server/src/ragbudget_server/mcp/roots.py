@@ -21,7 +21,7 @@ import stat
 from collections.abc import Sequence
 from pathlib import Path
 
-from ragbudget._shown import shown
+from ragbudget.text import shown
 
 from ragbudget_server.store import StoreError
 from ragbudget_server.store.paths import user_path

@@ -24,13 +24,13 @@ from fastmcp.exceptions import ToolError
 from fastmcp.tools import Tool, ToolResult
 from mcp_types import TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
-from ragbudget._shown import shown
 from ragbudget.counters import TokenCounter
 from ragbudget.limits import WalledCounter, profile_names
+from ragbudget.middleware.client_walls import client_name
+from ragbudget.text import shown
 
-from ragbudget_server.mcp.answers import Ask, fit_answer
-from ragbudget_server.mcp.budgeting import BudgetExceededError
-from ragbudget_server.mcp.client import client_name, log_if_asked
+from ragbudget_server.mcp.answers import Ask, BudgetExceededError, fit_answer
+from ragbudget_server.mcp.client import log_if_asked
 from ragbudget_server.mcp.errors import refuse
 from ragbudget_server.mcp.reports import answer_json, answer_units, fit_listing, fit_report
 from ragbudget_server.mcp.roots import OutsideRootsError, check_ingest_paths, linked_file_reason

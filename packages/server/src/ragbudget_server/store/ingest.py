@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragbudget._shown import shown
+from ragbudget.text import shown
 
 from ragbudget_server.store import live
 from ragbudget_server.store.convert import CONVERTER_VERSION, kind_of

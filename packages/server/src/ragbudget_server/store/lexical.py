@@ -49,7 +49,7 @@ from typing import Any
 from urllib.parse import quote
 
 import numpy as np
-from ragbudget._cjk import CJK_PIECE, CJK_RUN, bigrams
+from ragbudget.text import CJK_PIECE, CJK_RUN, bigrams
 
 __all__ = ["LexicalIndex", "Proposal", "cjk_bigrams", "index_path", "match_query"]
 

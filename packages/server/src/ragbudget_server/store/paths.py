@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ragbudget._shown import shown
+from ragbudget.text import shown
 
 from ragbudget_server.store.errors import StoreError
 

@@ -32,6 +32,7 @@ from ragbudget_server.store.pages import cite
 
 __all__ = [
     "Hit",
+    "RankedPage",
     "Rendering",
     "budget_response",
     "fetch_ranked",
@@ -162,8 +163,9 @@ TEXT = Rendering()
 """The default rendering: lean text, notices naming `offset=N`."""
 
 
-class _Page:
-    """Assembles candidate responses for one page of ranked hits."""
+class RankedPage:
+    """Assembles candidate responses for one page of ranked hits (the plain ranking's and
+    the evidence selection's, `store.selection`)."""
 
     def __init__(
         self,
@@ -244,9 +246,9 @@ class _Page:
             text += self.rendering.more(next_offset)
         return text + "]"
 
-    def with_budget(self, max_tokens: int) -> _Page:
+    def with_budget(self, max_tokens: int) -> RankedPage:
         """This page under another budget (the budget shows in notices)."""
-        return _Page(
+        return RankedPage(
             self.results, offset=self.offset, total_count=self.total, max_tokens=max_tokens,
             counter=self.counter, rendering=self.rendering,
         )  # fmt: skip
@@ -362,7 +364,7 @@ def budget_response(
     results, _, in_json = _to_results(
         hits, counter, concise=concise, query=query, budget=max_tokens
     )
-    page = _Page(
+    page = RankedPage(
         results, offset=offset, total_count=total_count, max_tokens=max_tokens, counter=counter,
         rendering=rendering,
     )  # fmt: skip
@@ -411,14 +413,14 @@ def budget_response(
     return _cut_first(page, results[0])
 
 
-def _size_at(page: _Page, budget: int, k: int, cut: SearchResult | None = None) -> int:
+def _size_at(page: RankedPage, budget: int, k: int, cut: SearchResult | None = None) -> int:
     """The size of the response keeping `k` results under another budget (it shows in the
     notice), for the least-budget advice."""
     other = page.with_budget(budget)
     return other.size(other.assemble(k, cut=cut))
 
 
-def _cut_first(page: _Page, first: SearchResult) -> SearchResponse:
+def _cut_first(page: RankedPage, first: SearchResult) -> SearchResponse:
     """The top result cut to fit the budget with the rest of the response.
 
     The cut is measured as the whole response renders it, header, envelope and escaping

@@ -25,7 +25,7 @@ from ragbudget.models import Chunk
 from ragbudget_server.store.errors import StoreError
 from ragbudget_server.store.models import SearchResponse, SearchResult
 from ragbudget_server.store.pages import cite
-from ragbudget_server.store.search import TEXT, Hit, Rendering, _Page, budget_response, measure
+from ragbudget_server.store.search import TEXT, Hit, RankedPage, Rendering, budget_response, measure
 
 __all__ = ["Remembered", "evidence_response", "respond"]
 
@@ -101,7 +101,7 @@ def evidence_response(
     # Unscored: `select` keeps them in rank order (a hybrid ranking is not by distance); a
     # result's score is still its hit's (`_result`).
     chunks = [Chunk(id=h.id, text=h.document, metadata=h.metadata) for h in hits]
-    page = _Page(
+    page = RankedPage(
         [], offset=offset, total_count=total_count, max_tokens=max_tokens, counter=counter,
         rendering=rendering,
     )  # fmt: skip

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
-from ragbudget._shown import shown
 from ragbudget.counters import CounterSpec, TokenCounter, get_counter
+from ragbudget.text import shown
 
 from ragbudget_server._defaults import DEFAULT_MAX_DOCUMENT_BYTES, DEFAULT_MAX_FILE_BYTES
 from ragbudget_server.store import hybrid as _hybrid
