@@ -22,28 +22,37 @@ An extension grows a snapshot by steps that depend only on its length, so two pr
 extending one snapshot write the same ids.
 
 Where snapshots live (`shelf_for`):
-- an embedded store: files in a folder of the system's temporary directory named after the
-  store's path and the user (`ragbudget-cursors-<uid>-<hash>`), which every process of that user
-  that opens the store reaches, a server restarted included; never in the store's own folder,
-  so that a search (a read) leaves the store as it was, and a read-only store pages too;
+- an embedded store: files in the user's private folder of the system's temporary directory,
+  `ragbudget-cursors-<uid>/` (made with mode 0700; used only when it is a real folder, owned
+  by the user and closed to others, else a fresh private one for the process), one subfolder a
+  store (named after its path), which every process of that user that opens the store
+  reaches, a server restarted included; never in the store's own folder, so that a search (a
+  read) leaves the store as it was, and a read-only store pages too. Subfolders whose
+  snapshots have all expired are removed;
 - a Chroma server: a side collection, `<collection>-ragbudget-cursors`, one record a snapshot
   (every client of the server reaches it, and it lives as long as the collection's data).
 
 A snapshot lasts `LIFETIME` seconds from the first page; a store keeps at most `MAX_KEPT` of
-them (the oldest go first). A cursor past either is an error that says what to do.
+them (the oldest go first). A cursor past either is an error that says what to do. A damaged
+snapshot (empty, truncated, not ours, or one that would inflate past `MAX_SNAPSHOT_BYTES`) is
+discarded: the search ranks afresh, and a cursor into it is an expired one.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import gzip
 import hashlib
 import json
 import logging
 import os
 import re
+import shutil
+import stat
 import tempfile
 import time
+import zlib
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -73,6 +82,8 @@ LIFETIME = 3600
 MAX_KEPT = 100
 """Most snapshots a store keeps; minting one more forgets the oldest."""
 FOLDER = "ragbudget-cursors"
+MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
+"""Most bytes a snapshot may inflate to (a ranking of a million ids is about 20 MB)."""
 _CURSOR = re.compile(r"^([0-9a-f]{12})\.(\d{1,9})$")
 _KEY_FILE = re.compile(r"^[0-9a-f]{12}\.json\.gz$")
 
@@ -138,7 +149,7 @@ class Ranking:
 
     @classmethod
     def decode(cls, blob: bytes) -> Ranking:
-        body = json.loads(gzip.decompress(blob))
+        body = json.loads(_inflate(blob))
         distances = array("f")
         distances.frombytes(base64.b64decode(body["distances"]))
         members = body.get("members")
@@ -151,6 +162,17 @@ class Ranking:
         )  # fmt: skip
 
 
+def _inflate(blob: bytes) -> bytes:
+    """`blob` gunzipped, at most `MAX_SNAPSHOT_BYTES` of it (a ValueError past that, or for a
+    blob that is not one whole gzip stream)."""
+    inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+    out = inflater.decompress(blob, MAX_SNAPSHOT_BYTES + 1)
+    if len(out) > MAX_SNAPSHOT_BYTES or not inflater.eof:
+        msg = "not a whole snapshot (truncated, or inflating past the cap)"
+        raise ValueError(msg)
+    return out
+
+
 class Shelf(Protocol):
     """Where a store's snapshots are kept, by key."""
 
@@ -161,6 +183,9 @@ class Shelf(Protocol):
 
     def get(self, key: str) -> bytes | None: ...
     def kept_keys(self) -> list[str]: ...
+    def discard(self, key: str) -> None:
+        """Forget the snapshot kept under `key` (a damaged one)."""
+        ...
 
 
 def new_key(query: str, where: dict[str, Any] | None, version: str) -> str:
@@ -176,10 +201,17 @@ def save(shelf: Shelf, key: str, ranking: Ranking) -> None:
 
 
 def find(shelf: Shelf, key: str) -> Ranking | None:
-    """The live snapshot kept under `key`, if any."""
+    """The live snapshot kept under `key`, if any; a damaged one is discarded (None)."""
     blob = shelf.get(key)
-    ranking = Ranking.decode(blob) if blob is not None else None
-    if ranking is None or time.time() - ranking.created > LIFETIME:
+    if blob is None:
+        return None
+    try:
+        ranking = Ranking.decode(blob)
+    except (ValueError, KeyError, TypeError, EOFError, OSError, zlib.error) as exc:
+        logger.warning("discarding a damaged search snapshot (%s): %s", key, exc)
+        shelf.discard(key)
+        return None
+    if time.time() - ranking.created > LIFETIME:
         return None
     return ranking
 
@@ -194,9 +226,9 @@ def load(shelf: Shelf, cursor: Cursor, *, query: str, where: dict[str, Any] | No
         )
         raise StoreError(msg)
     if ranking.query != query or ranking.where != where:
-        msg = (
-            f"cursor {cursor} continues another search (query {ranking.query!r}, filters "
-            f"{ranking.where}): pass that query and those filters, or search without a cursor"
+        msg = (  # nothing of that other search (its query, its folders) is told
+            f"cursor {cursor} continues another search (another query or other filters): "
+            "pass the query and filters of its first page, or search without a cursor"
         )
         raise StoreError(msg)
     if cursor.rank > ranking.end:
@@ -215,7 +247,7 @@ def freeze(
     for key in shelf.kept_keys():
         try:
             ranking = find(shelf, key)
-        except (OSError, ValueError, KeyError):
+        except OSError:
             continue
         if ranking is None or ranking.complete or ranking.members is not None:
             continue
@@ -256,6 +288,9 @@ class FolderShelf:
             return (self.folder / f"{key}.json.gz").read_bytes()
         except FileNotFoundError:
             return None
+
+    def discard(self, key: str) -> None:
+        (self.folder / f"{key}.json.gz").unlink(missing_ok=True)
 
     def kept_keys(self) -> list[str]:
         try:
@@ -331,12 +366,18 @@ class ServerShelf:
     def kept_keys(self) -> list[str]:
         return sorted(self._collection().get(include=[])["ids"])
 
+    def discard(self, key: str) -> None:
+        self._collection().delete(ids=[key])
+
     def get(self, key: str) -> bytes | None:
         got = self._collection().get(ids=[key], include=["documents"])
         documents = got.get("documents") or []
         if not got["ids"] or not documents or not documents[0]:
             return None
-        return base64.b64decode(documents[0])
+        try:
+            return base64.b64decode(documents[0])
+        except ValueError:
+            return b""  # damaged: `find` discards it
 
 
 def shelf_for(backend: Any) -> Shelf:
@@ -345,5 +386,65 @@ def shelf_for(backend: Any) -> Shelf:
         return ServerShelf(backend._client, backend.name)
     path: Path = backend.path
     digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
-    folder = Path(tempfile.gettempdir()) / f"{FOLDER}-{os.getuid()}-{digest}"
-    return FolderShelf(folder / backend.name)
+    base = private_folder()
+    if base not in _swept:  # once a process
+        _swept.add(base)
+        _sweep(base, keep=digest)
+    return FolderShelf(base / digest / backend.name)
+
+
+_own: Path | None = None
+_swept: set[Path] = set()
+
+
+def private_folder() -> Path:
+    """The user's folder for snapshots: `<tmp>/ragbudget-cursors-<uid>`, made with mode 0700
+    and used only when it is a real folder (not a link), the user's own and closed to others;
+    else (another user made it, or a link stands there) a fresh private folder for this
+    process, with a warning. Nothing of another user's making is ever written to or removed."""
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    folder = Path(tempfile.gettempdir()) / f"{FOLDER}-{uid}"
+    try:
+        os.mkdir(folder, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        logger.warning("cannot make the cursor folder %s (%s): using a private one", folder, exc)
+        return _fallback()
+    info = os.lstat(folder)
+    mine = not hasattr(os, "getuid") or info.st_uid == uid
+    if stat.S_ISDIR(info.st_mode) and mine and not info.st_mode & 0o077:
+        return folder
+    logger.warning(
+        "the cursor folder %s is not this user's private folder (a link, another owner, or "
+        "open to others): using a private one for this process; remove it to share cursors "
+        "between processes again", folder,
+    )  # fmt: skip
+    return _fallback()
+
+
+def _fallback() -> Path:
+    global _own
+    if _own is None:
+        _own = Path(tempfile.mkdtemp(prefix=f"{FOLDER}-"))
+    return _own
+
+
+def _sweep(base: Path, keep: str) -> None:
+    """Remove the stores' subfolders of `base` whose snapshots have all expired (the folders
+    of stores no longer searched), but `keep`'s."""
+    now = time.time()
+    try:
+        entries = list(os.scandir(base))
+    except OSError:
+        return
+    for entry in entries:
+        if entry.name == keep or not entry.is_dir(follow_symlinks=False):
+            continue
+        newest = 0.0
+        for root, _dirs, files in os.walk(entry.path):
+            for name in files:
+                with contextlib.suppress(OSError):
+                    newest = max(newest, os.lstat(os.path.join(root, name)).st_mtime)
+        if now - newest > LIFETIME + 60:
+            shutil.rmtree(entry.path, ignore_errors=True)
