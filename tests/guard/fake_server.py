@@ -5,7 +5,9 @@ JSON-RPC before anything else. Its tools: `echo` (text), `die` (the process exit
 answer), `hang` (never answers), `garbage` (answers with a line that is not JSON-RPC), `env`
 (the value of the variable named by `name`), `pid` (its process id), `capabilities` (what the
 client said it supports at initialize, as JSON), `grow` (adds a tool `grown-N`, then says the
-tool list changed), `wait` (answers nothing, but keeps reading: a cancellation arrives).
+tool list changed), `wait` (answers nothing, but keeps reading: a cancellation arrives),
+`rpc-error` (a JSON-RPC error of `size` CJK characters), `not-utf8` (an answer that is not
+UTF-8).
 
 With `FAKE_RECORD=<file>` in its environment it appends every `notifications/cancelled` it gets
 to that file, one JSON line each.
@@ -18,9 +20,22 @@ import os
 import sys
 import time
 
+NAMES = [
+    "echo",
+    "die",
+    "hang",
+    "garbage",
+    "env",
+    "pid",
+    "capabilities",
+    "grow",
+    "wait",
+    "rpc-error",
+    "not-utf8",
+]
 TOOLS = [
     {"name": name, "description": f"{name} tool", "inputSchema": {"type": "object"}}
-    for name in ("echo", "die", "hang", "garbage", "env", "pid", "capabilities", "grow", "wait")
+    for name in NAMES
 ]
 CLIENT: dict[str, object] = {}
 """The client's `initialize` params."""
@@ -57,6 +72,14 @@ def call(request_id: object, name: str, arguments: dict[str, str]) -> None:
         text(request_id, grown)
     elif name == "wait":
         pass  # the answer never comes; the client cancels
+    elif name == "rpc-error":  # a JSON-RPC error whose message is `size` CJK characters
+        message = "漢字かな交じり文" * (int(arguments.get("size", "1000")) // 8)
+        send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32000, "message": message}})
+    elif name == "not-utf8":  # an answer that is not UTF-8
+        body = json.dumps({"jsonrpc": "2.0", "id": request_id, "result": {"content": [
+            {"type": "text", "text": "@@@"}], "isError": False}})  # fmt: skip
+        sys.stdout.buffer.write(body.encode().replace(b"@@@", b"caf\xe9 \xff\xfe") + b"\n")
+        sys.stdout.flush()
     else:
         text(request_id, arguments.get("text", ""))
 

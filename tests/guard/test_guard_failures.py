@@ -18,6 +18,7 @@ from guard_helpers import FAKE, GUARD, guard_params, texts
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 from processes import server_env
+from ragbudget import get_counter
 
 pytestmark = pytest.mark.process
 
@@ -66,6 +67,22 @@ async def test_garbage_on_stdout_is_named_in_the_error() -> None:
         assert re.search("lines? to stdout that (is|are) not (an )?MCP messages?", message)
         assert "this is not JSON-RPC" in message
         assert texts(await c.call_tool("echo", {"text": "after"})) == ["after"]
+
+
+async def test_an_upstream_error_of_a_million_cjk_characters_is_short_and_fast() -> None:
+    # fastmcp logged such an error through rich's highlighter: 12 s for 40,000 characters,
+    # still busy after 42 minutes for 1,000,000 (this test's timeout stops that). The error
+    # quotes the start of the message, says how much it left out, and fits Codex's walls.
+    options = ("--client", "codex", "--counter", "tiktoken:cl100k_base")
+    async with Client(guard_params(FAKE_SERVER, *options)) as client:
+        broken = await client.call_tool("rpc-error", {"size": "1000000"})
+        assert broken.is_error
+        (message,) = texts(broken)
+        assert "漢字かな交じり文" in message and "more characters]" in message
+        for spec in ("tiktoken:o200k_base", "tiktoken:cl100k_base"):
+            assert get_counter(spec).count(message) <= 9_000, spec
+        assert len(message.encode()) <= 38_000
+        assert texts(await client.call_tool("echo", {"text": "still up"})) == ["still up"]
 
 
 def _alive(pid: int) -> bool:

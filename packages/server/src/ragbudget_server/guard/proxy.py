@@ -39,6 +39,9 @@ logger = logging.getLogger(__name__)
 
 REDACTED = "***"
 CONNECT_FAILED = "Client failed to connect: "
+ERROR_DETAIL_CHARS = 1000
+"""Most characters of the wrapped server's own message an error quotes (the rest is left out,
+said so), so the error stays within every client's walls and logs fast."""
 """fastmcp's prefix of a connection failure (sometimes twice)."""
 CHAIN_DEPTH = 8
 SECRET_CHARS = 4
@@ -98,6 +101,10 @@ class BackendErrors(Middleware):
         detail = str(chain[-1] if isinstance(chain[-1], OSError) else exc) or type(exc).__name__
         while detail.startswith(CONNECT_FAILED):
             detail = detail.removeprefix(CONNECT_FAILED)
+        detail = self.redact(detail)  # before the cut, so no part of a secret is left
+        if len(detail) > ERROR_DETAIL_CHARS:  # an error of megabytes: its start says enough
+            left = len(detail) - ERROR_DETAIL_CHARS
+            detail = f"{detail[:ERROR_DETAIL_CHARS]} ... [{left:,} more characters]"
         if self.timed_out(exc):
             what = f"did not answer within {self.timeout:g} s (it may hang); the call was dropped"
             if self.on_timeout is not None:
