@@ -21,6 +21,7 @@ import pytest
         "ragbudget_server.store",
         "ragbudget_server.mcp",
         "langchain_ragbudget",
+        "langchain_ragbudget.agents",
         "llama_index.postprocessor.ragbudget",
     ],
 )
@@ -64,6 +65,10 @@ PINNED = {
     "langchain_ragbudget": [
         "SCORE_KEYS", "TRUNCATION_EVENT", "TokenBudgetCompressor", "TokenBudgetRetriever",
         "TruncationInfo",
+    ],
+    "langchain_ragbudget.agents": [
+        "DEFAULT_CONTINUATION_TOOL", "MIN_MAX_TOKENS", "ToolResultBudgetMiddleware",
+        "ToolResultBudgetState", "merge_handles",
     ],
     "llama_index.postprocessor.ragbudget": ["TokenBudgetEvent", "TokenBudgetPostprocessor"],
 }  # fmt: skip
