@@ -33,7 +33,7 @@ from fastmcp.server.middleware import Middleware
 from fastmcp.server.middleware.response_limiting import ResponseLimitingMiddleware
 from ragbudget import get_counter, use_bundled_tiktoken_files
 from ragbudget.middleware import TokenBudgetMiddleware
-from ragbudget.middleware.paging import find_more_call
+from ragbudget.pages.remainder import find_more_call
 
 BUDGET = 8000
 STDLIB = Path(sysconfig.get_paths()["stdlib"])

@@ -17,9 +17,11 @@ import pytest
         "ragbudget",
         "ragbudget.estimate",
         "ragbudget.middleware",
+        "ragbudget.pages",
         "ragbudget_server.store",
         "ragbudget_server.mcp",
         "langchain_ragbudget",
+        "langchain_ragbudget.agents",
         "llama_index.postprocessor.ragbudget",
     ],
 )
@@ -56,9 +58,17 @@ PINNED = {
         "ContinuationNameTaken", "DEFAULT_MAX_TOKENS_CEILING", "MIN_MAX_TOKENS", "MIN_WALL_SIZE",
         "TokenBudgetMiddleware", "Walls",
     ],
+    "ragbudget.pages": [
+        "Cut", "Page", "PageCache", "Remainder", "Segment", "UNIT_NAMES", "dumps", "first_page",
+        "join_pages", "parse_json", "trim",
+    ],
     "langchain_ragbudget": [
         "SCORE_KEYS", "TRUNCATION_EVENT", "TokenBudgetCompressor", "TokenBudgetRetriever",
         "TruncationInfo",
+    ],
+    "langchain_ragbudget.agents": [
+        "DEFAULT_CONTINUATION_TOOL", "MIN_MAX_TOKENS", "ToolResultBudgetMiddleware",
+        "ToolResultBudgetState", "merge_handles",
     ],
     "llama_index.postprocessor.ragbudget": ["TokenBudgetEvent", "TokenBudgetPostprocessor"],
 }  # fmt: skip
@@ -136,6 +146,28 @@ def test_the_middleware_without_fastmcp_names_its_install_line() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "pip install 'ragbudget[fastmcp]'" in done.stdout
+
+
+@pytest.mark.process
+def test_the_pages_import_without_fastmcp() -> None:
+    """`ragbudget.pages` (the cutting and paging both middlewares use) needs no fastmcp: it
+    imports and cuts with fastmcp blocked, and loads nothing heavy."""
+    done = _python(
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('fastmcp', 'mcp', 'mcp_types'):\n"
+        "            raise ImportError(f'No module named {name!r}')\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "from ragbudget import get_counter\n"
+        "from ragbudget.pages import first_page\n"
+        "shown, rest = first_page('line\\n' * 5000, 50, get_counter())\n"
+        "assert rest.left > 0\n"
+        "assert 'ragbudget.middleware' not in sys.modules\n"
+        f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))"
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
 
 
 ROOT = Path(__file__).resolve().parents[1]

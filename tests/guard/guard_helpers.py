@@ -10,7 +10,7 @@ from typing import Any
 from mcp import StdioServerParameters
 from mcp_types import TextContent
 from processes import server_env
-from ragbudget.middleware.paging import find_more_call
+from ragbudget.pages.remainder import find_more_call
 
 GUARD = [sys.executable, "-c", "from ragbudget_server.cli import main; main()", "guard"]
 """`ragbudget guard`, run by this interpreter (no console script needed)."""

@@ -7,7 +7,7 @@ from typing import Any
 
 from mcp_types import TextContent
 from ragbudget import TokenCounter
-from ragbudget.middleware.paging import find_more_call, join_pages
+from ragbudget.pages.remainder import find_more_call, join_pages
 
 
 def texts(result: Any) -> list[str]:

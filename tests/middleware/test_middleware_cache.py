@@ -11,9 +11,9 @@ from fastmcp.exceptions import ToolError
 from middleware_helpers import next_call, texts
 from ragbudget import TokenCounter
 from ragbudget.middleware import TokenBudgetMiddleware
-from ragbudget.middleware.json_trim import Cut, dumps, trim
-from ragbudget.middleware.page_cache import PageCache
-from ragbudget.middleware.paging import find_more_call, join_pages, more_call
+from ragbudget.pages.cache import PageCache
+from ragbudget.pages.json_trim import Cut, dumps, trim
+from ragbudget.pages.remainder import find_more_call, join_pages, more_call
 from third_party_server import NESTED, build_server
 
 
@@ -162,7 +162,7 @@ def test_held_bytes_measures_what_tracemalloc_sees() -> None:
     import json
     import tracemalloc
 
-    from ragbudget.middleware.page_cache import held_bytes
+    from ragbudget.pages.cache import held_bytes
 
     text = _large_json_result(5_000)[0].content[0].text
     tracemalloc.start()

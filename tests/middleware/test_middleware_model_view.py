@@ -23,8 +23,8 @@ from mcp_types import TextContent
 from middleware_helpers import join_pages, texts
 from ragbudget.limits import profile_for
 from ragbudget.middleware import TokenBudgetMiddleware
-from ragbudget.middleware.json_trim import dumps
-from ragbudget.middleware.paging import find_more_call
+from ragbudget.pages.json_trim import dumps
+from ragbudget.pages.remainder import find_more_call
 from third_party_server import ITEMS, LOG, build_server
 from walls_check import REAL
 

@@ -19,8 +19,8 @@ from middleware_helpers import next_call, texts
 from ragbudget import TokenCounter
 from ragbudget.limits import Walls
 from ragbudget.middleware import TokenBudgetMiddleware
-from ragbudget.middleware.json_trim import dumps
-from ragbudget.middleware.paging import join_pages
+from ragbudget.pages.json_trim import dumps
+from ragbudget.pages.remainder import join_pages
 
 WORDS = st.text(
     alphabet=st.sampled_from(list('abcdefghij klmnop.,:;é中🙂\n\t"\\{}[]')), max_size=1200

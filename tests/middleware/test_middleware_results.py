@@ -10,8 +10,8 @@ from mcp_types import EmbeddedResource, TextContent, TextResourceContents
 from middleware_helpers import next_call, texts
 from ragbudget import TokenCounter
 from ragbudget.middleware import TokenBudgetMiddleware
-from ragbudget.middleware.json_trim import dumps
-from ragbudget.middleware.paging import join_pages
+from ragbudget.pages.json_trim import dumps
+from ragbudget.pages.remainder import join_pages
 
 LINES = "".join(f"row {i}: value {i * 7}\n" for i in range(3000))
 

@@ -7,8 +7,8 @@ from typing import Any
 from mcp_types import TextContent
 from ragbudget import get_counter
 from ragbudget.limits import Walls
-from ragbudget.middleware.json_trim import dumps
-from ragbudget.middleware.paging import find_more_call
+from ragbudget.pages.json_trim import dumps
+from ragbudget.pages.remainder import find_more_call
 
 REAL = (get_counter("tiktoken:o200k_base"), get_counter("tiktoken:cl100k_base"))
 """The exact tokenizers every result is measured with."""

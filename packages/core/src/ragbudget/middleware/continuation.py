@@ -24,10 +24,10 @@ from pydantic import Field
 
 from ragbudget.counters import TokenCounter
 from ragbudget.limits import WalledCounter, Walls
-from ragbudget.middleware.json_trim import path_label
 from ragbudget.middleware.outcome import RETRIES
-from ragbudget.middleware.page_cache import PageCache, describe_ttl
-from ragbudget.middleware.paging import UNIT_NAMES, Page, Remainder, more_call
+from ragbudget.pages.cache import PageCache, describe_ttl
+from ragbudget.pages.json_trim import path_label
+from ragbudget.pages.remainder import UNIT_NAMES, Page, Remainder, more_call
 
 __all__ = ["ContinuationNameTaken", "check_name_free", "make_more_tool", "serve_page"]
 

@@ -8,7 +8,7 @@ characters and bytes at once), so a result within `walls.tokens` units is within
 A result within them is returned as it is. A result over them is made text only
 (`structured.text_only`), so every client forwards its text. When only media are then over,
 those that do not fit are replaced by one note. Otherwise `text_cut` cuts: JSON is shortened
-with `json_trim` (still valid, same shape), other text after a line; media are replaced by a
+with `ragbudget.pages` (still valid, same shape), other text after a line; media are replaced by a
 note; a notice block at the end says what was left out, which wall bound, which profile is in
 force, and which `more(handle=..., offset=...)` call continues.
 """
@@ -29,10 +29,10 @@ from mcp_types import (
 from ragbudget.counters import TokenCounter, count_up_to
 from ragbudget.limits import Wall, WalledCounter, Walls
 from ragbudget.middleware.outcome import GuardOutcome, rebuild
-from ragbudget.middleware.page_cache import PageCache
-from ragbudget.middleware.paging import Remainder
 from ragbudget.middleware.structured import text_only, wire_json
 from ragbudget.middleware.text_cut import TextCut
+from ragbudget.pages.cache import PageCache
+from ragbudget.pages.remainder import Remainder
 
 __all__ = ["ResultGuard", "visible_text"]
 

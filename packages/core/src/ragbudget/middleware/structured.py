@@ -19,32 +19,20 @@ and drop the text blocks; Gemini CLI and others read only the text; some send bo
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from fastmcp.tools import ToolResult
 from mcp_types import ContentBlock, TextContent
 
-from ragbudget.middleware.json_trim import dumps
 from ragbudget.middleware.outcome import rebuild
+from ragbudget.pages.json_trim import dumps, parse_json
 
-__all__ = ["parse_json", "text_only", "wire_json"]
+__all__ = ["text_only", "wire_json"]
 
 
 def wire_json(structured: dict[str, Any]) -> str:
     """Structured content as a client receives it: compact JSON, non-ASCII as is."""
     return dumps(structured)
-
-
-def parse_json(text: str) -> Any:
-    """The list or object `text` holds, or None when it is not one."""
-    if not text.lstrip().startswith(("{", "[")):
-        return None
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return None
-    return value if isinstance(value, (dict, list)) else None
 
 
 def _mirrors(structured: dict[str, Any], texts: list[str]) -> bool:

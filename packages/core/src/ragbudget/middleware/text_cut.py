@@ -16,10 +16,9 @@ from typing import TYPE_CHECKING, Any
 from fastmcp.tools import ToolResult
 from mcp_types import ContentBlock, TextContent
 
-from ragbudget.middleware.json_trim import Cut, dumps, trim
 from ragbudget.middleware.outcome import RETRIES, GuardOutcome, rebuild
-from ragbudget.middleware.paging import Remainder, Segment, first_text_page, more_call
-from ragbudget.middleware.structured import parse_json
+from ragbudget.pages import Cut, Remainder, Segment, first_page, parse_json
+from ragbudget.pages.remainder import more_call
 
 if TYPE_CHECKING:
     from ragbudget.middleware.result_guard import ResultGuard
@@ -69,22 +68,15 @@ class TextCut:
 
     def _body(self, budget: int) -> tuple[str, Remainder]:
         """The first page within `budget` units, and what is left."""
-        count = self.guard.size
-        if self.value is not None:
-            share = min(1.0, budget * 3 / max(1, len(self.text)))  # ~3 characters a token
-
-            def fits(value: Any) -> bool:
-                return count(dumps(value), budget) <= budget
-
-            shown, cuts, fitted = trim(self.value, fits, share=share)
-            if fitted:
-                remainder = Remainder.from_cuts(
-                    self.value, cuts, walls=self.guard.walls(self.budget), tool=self.tool
-                )
-                return dumps(shown), remainder
-        end = first_text_page(self.text, 0, budget, self.guard.counter)
-        remainder = self._remainder(self.text, [Segment(None, "chars", end, len(self.text))])
-        return self.text[:end], remainder
+        return first_page(
+            self.text,
+            budget,
+            self.guard.counter,
+            value=self.value,
+            size=self.guard.size,
+            walls=self.guard.walls(self.budget),
+            tool=self.tool,
+        )
 
     def _notice(self, remainder: Remainder, body: str, kept: bool, sent: str) -> str:
         """The notice for a first page `body`; `sent` is what the bound wall is judged on."""

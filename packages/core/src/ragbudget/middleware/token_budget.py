@@ -30,10 +30,10 @@ from ragbudget.middleware.continuation import check_name_free, make_more_tool, s
 from ragbudget.middleware.error_cut import cut_error
 from ragbudget.middleware.memo import CountMemo
 from ragbudget.middleware.outcome import GuardOutcome
-from ragbudget.middleware.page_cache import PageCache
-from ragbudget.middleware.paging import Remainder
 from ragbudget.middleware.receipts import Receipt, Receipts
 from ragbudget.middleware.result_guard import ResultGuard, visible_text
+from ragbudget.pages.cache import PageCache
+from ragbudget.pages.remainder import Remainder
 
 __all__ = ["MIN_MAX_TOKENS", "TokenBudgetMiddleware"]
 

@@ -19,7 +19,17 @@ from typing import Any, Literal
 
 from ragbudget.fitting import largest_fitting, snap_to_boundary
 
-__all__ = ["Cut", "CutKind", "JsonPath", "dumps", "get_path", "path_label", "replace_path", "trim"]
+__all__ = [
+    "Cut",
+    "CutKind",
+    "JsonPath",
+    "dumps",
+    "get_path",
+    "parse_json",
+    "path_label",
+    "replace_path",
+    "trim",
+]
 
 JsonPath = tuple[str | int, ...]
 """Keys and indexes from the root down to one value."""
@@ -47,6 +57,17 @@ class Cut:
 def dumps(value: Any) -> str:
     """Compact JSON with non-ASCII kept as is: the rendering fastmcp gives a dict or list result."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def parse_json(text: str) -> Any:
+    """The list or object `text` holds, or None when it is not one."""
+    if not text.lstrip().startswith(("{", "[")):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, (dict, list)) else None
 
 
 def path_label(path: JsonPath) -> str:

@@ -1,6 +1,8 @@
 """Pages of what a cut result left out, each within a token budget, that join back exactly.
 
-A cut result is kept as a `Remainder`: the original result (a text, or a JSON value) and its
+`first_page` cuts a result (a text after a line, a JSON list or object by trailing items,
+characters and, as a last resort, keys at any depth) to the largest first page within a budget,
+and keeps what it left out as a `Remainder`: the original result (a text, or a JSON value) and its
 segments, one per cut, each saying where the shown part stopped. The units left (characters
 of a text or string, items of a list, keys of an object) are numbered 0, 1, 2, ... across the
 segments in order; that number is the `offset` a continuation asks for. Offsets never move:
@@ -18,14 +20,15 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from ragbudget.counters import TokenCounter, count_up_to
 from ragbudget.fitting import cut_text, largest_cut, largest_fitting, whole_fits
 from ragbudget.limits import Walls
-from ragbudget.middleware.json_trim import (
+from ragbudget.pages.cache import held_bytes
+from ragbudget.pages.json_trim import (
     Cut,
     CutKind,
     JsonPath,
@@ -35,13 +38,13 @@ from ragbudget.middleware.json_trim import (
     snap_text,
     trim,
 )
-from ragbudget.middleware.page_cache import held_bytes
 
 __all__ = [
     "Page",
     "Remainder",
     "Segment",
     "find_more_call",
+    "first_page",
     "first_text_page",
     "join_pages",
     "more_call",
@@ -110,6 +113,71 @@ def first_text_page(text: str, start: int, budget: int, counter: TokenCounter) -
 _NEWLINE = re.compile("\n")
 
 
+def first_page(
+    text: str,
+    budget: int,
+    counter: TokenCounter,
+    *,
+    value: Any = None,
+    size: Callable[[str, int], int] | None = None,
+    walls: Walls | None = None,
+    tool: str = "",
+) -> tuple[str, Remainder]:
+    """The largest first page of `text` within `budget` units, and the `Remainder` whose
+    pages (`Remainder.page`) serve the rest.
+
+    With `value`, the JSON list or object `text` holds (`parse_json(text)`), the page is that
+    value shortened (`trim`: trailing list items and string characters at any depth, keys as a
+    last resort), rendered as compact JSON that still parses and keeps its shape. Otherwise,
+    or when not even the smallest shape of the JSON fits, the page is `text` cut after its
+    last whole line that fits (a lone longer line at a boundary inside it). A result within
+    `budget` is the whole page, with a remainder of 0 units left.
+
+    Args:
+        text: the result as the reader would get it whole.
+        budget: the most units the page may count (tokens, or a `WalledCounter`'s units).
+        counter: counts the units.
+        value: the JSON value of `text`, to cut as JSON; None: cut as text.
+        size: `size(candidate, budget)` measures a candidate (its units, or anything over
+            `budget` when over); by default `counter`, counted no further than needed.
+        walls: the walls of every later page, kept with the remainder; `Walls(budget)` by
+            default.
+        tool: the tool whose result this is, kept with the remainder.
+
+    Use:
+        ```python
+        from ragbudget import get_counter
+        from ragbudget.pages import first_page, join_pages
+
+        counter = get_counter("exact")
+        text = "\\n".join(f"line {i}" for i in range(10_000))
+        shown, rest = first_page(text, 500, counter)
+        pages, offset = [], 0 if rest.left else None
+        while offset is not None:
+            page = rest.page(offset, 500, counter)
+            pages.append(page.body)
+            offset = page.next_offset
+        assert join_pages(shown, pages) == text
+        ```
+    """
+    walls = walls if walls is not None else Walls(budget)
+    if value is not None:
+        share = min(1.0, budget * 3 / max(1, len(text)))  # ~3 characters a token
+
+        def fits(candidate: Any) -> bool:
+            rendered = dumps(candidate)
+            if size is None:
+                return _fits(counter, rendered, budget)
+            return size(rendered, budget) <= budget
+
+        shown, cuts, fitted = trim(value, fits, share=share)
+        if fitted:
+            return dumps(shown), Remainder.from_cuts(value, cuts, walls=walls, tool=tool)
+    end = first_text_page(text, 0, budget, counter)
+    remainder = Remainder(text, [Segment(None, "chars", end, len(text))], walls=walls, tool=tool)
+    return text[:end], remainder
+
+
 class Remainder:
     """A cut result, kept in the page cache, and the segments still to be shown; its pages
     stay within `walls`, those of the call that was cut."""
@@ -130,6 +198,25 @@ class Remainder:
     def max_tokens(self) -> int:
         """The token wall (budget units) of every page."""
         return self.walls.tokens
+
+    def to_dict(self) -> dict[str, Any]:
+        """This remainder as plain JSON values (a checkpointer stores them): `root`, `segments`
+        (`[path or None, kind, start, total]` each), `walls` and `tool`; `from_dict` reads it."""
+        segments = [
+            [None if s.path is None else list(s.path), s.kind, s.start, s.total]
+            for s in self.segments
+        ]
+        walls = asdict(self.walls)
+        return {"root": self.root, "segments": segments, "walls": walls, "tool": self.tool}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Remainder:
+        """The remainder `to_dict` gave `data` for; pages continue where that one stood."""
+        segments = (
+            Segment(None if path is None else tuple(path), kind, start, total)
+            for path, kind, start, total in data["segments"]
+        )
+        return cls(data["root"], segments, walls=Walls(**data["walls"]), tool=data["tool"])
 
     def held_bytes(self, limit: int | None = None) -> int:
         """The memory this remainder holds (its result, as parsed), measured object by object;
