@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["guard"], "give either --url URL or the wrapped server's command"),
+        (["guard"], "say which server to guard: its command after '--'"),
         (["guard", "--url", "http://x/mcp", "--", "node", "s.js"], "not both"),
         (["guard", "--url", "ftp://x/mcp"], "--url must be an http:// or https:// URL"),
         (["guard", "--env", "NOVALUE", "--", "node"], "--env takes NAME=VALUE"),
@@ -23,3 +23,4 @@ def test_bad_options_are_one_line_that_says_what_to_do(args: list[str], message:
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2
     assert message in result.output
+    assert args != ["guard"] or "not both" not in result.output  # neither was given

@@ -186,6 +186,8 @@ async def test_without_continuation_there_is_no_more_tool(exact_counter: TokenCo
         ({"max_tokens": 1.5}, "max_tokens must be an int"),
         ({"tool_budgets": {"x": 5}}, r"tool_budgets\['x'\] must be >= 128"),
         ({"exclude_tools": "read_log"}, "exclude_tools must be a collection"),
+        ({"exclude_tools": 5}, "exclude_tools must be a collection of tool names, got 5"),
+        ({"exclude_tools": ["ok", ""]}, "exclude_tools must hold tool names"),
         ({"cache_entries": -1}, "cache_entries must be an int >= 0"),
         ({"cache_ttl": 0}, "cache_ttl must be > 0"),
         ({"cache_ttl": float("inf")}, "cache_ttl must be > 0 and finite"),
@@ -203,3 +205,7 @@ async def test_without_continuation_there_is_no_more_tool(exact_counter: TokenCo
 def test_bad_settings_name_the_argument(options: dict[str, Any], message: str) -> None:
     with pytest.raises((ValueError, TypeError), match=message):
         TokenBudgetMiddleware(**options)
+
+
+def test_exclude_tools_none_excludes_none() -> None:
+    assert TokenBudgetMiddleware(exclude_tools=None).exclude_tools == frozenset()

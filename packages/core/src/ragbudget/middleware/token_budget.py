@@ -79,7 +79,7 @@ class TokenBudgetMiddleware(ToolInjectionMiddleware):
             `ragbudget[fastmcp]` installs where it has wheels), else the calibrated estimate
             with a 15% margin on top (any inexact counter gets it).
         tool_budgets: per tool, a token wall (int) or all the walls (`Walls`).
-        exclude_tools: names of tools whose results are never touched.
+        exclude_tools: names of tools whose results are never touched (None: none).
         cache_entries / cache_chars / cache_bytes / cache_ttl: bounds of the page cache: most
             results kept, most characters kept in all, most bytes of memory held in all
             (measured), seconds an unread result is kept (LRU beyond these).
@@ -120,7 +120,7 @@ class TokenBudgetMiddleware(ToolInjectionMiddleware):
         walls: Walls | None = None,
         counter: CounterSpec = None,
         tool_budgets: Mapping[str, int | Walls] | None = None,
-        exclude_tools: Iterable[str] = (),
+        exclude_tools: Iterable[str] | None = (),
         cache_entries: int = 256,
         cache_chars: int = 50_000_000,
         cache_bytes: int = CACHE_BYTES,
@@ -140,10 +140,7 @@ class TokenBudgetMiddleware(ToolInjectionMiddleware):
         )
         self.max_tokens = self.policy.for_client(None).walls.tokens
         """The token wall for a client no profile names (or the fixed one)."""
-        if isinstance(exclude_tools, str):
-            msg = f"exclude_tools must be a collection of names, not the string {exclude_tools!r}"
-            raise TypeError(msg)
-        self.exclude_tools = frozenset(exclude_tools)
+        self.exclude_tools = _tool_names(exclude_tools)
         if not more_tool or not isinstance(more_tool, str):
             msg = f"more_tool must be a non-empty tool name, got {more_tool!r}"
             raise ValueError(msg)
@@ -288,3 +285,22 @@ class TokenBudgetMiddleware(ToolInjectionMiddleware):
         """The continuation page `more(handle, offset)` returns (blocking: counts tokens),
         within the walls of the call that was cut (and `walls`, when given)."""
         return serve_page(self.cache, self.counter, self.more_tool, handle, offset, walls)
+
+
+def _tool_names(names: Iterable[str] | None) -> frozenset[str]:
+    """`exclude_tools` as a set of names (None: none), or a TypeError that names it."""
+    if names is None:
+        return frozenset()
+    if isinstance(names, str):
+        msg = f"exclude_tools must be a collection of names, not the string {names!r}"
+        raise TypeError(msg)
+    try:
+        found = frozenset(names)
+    except TypeError:
+        msg = f"exclude_tools must be a collection of tool names, got {names!r}"
+        raise TypeError(msg) from None
+    wrong = sorted(repr(name) for name in found if not isinstance(name, str) or not name)
+    if wrong:
+        msg = f"exclude_tools must hold tool names (non-empty strings), got {', '.join(wrong)}"
+        raise TypeError(msg)
+    return found

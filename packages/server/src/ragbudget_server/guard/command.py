@@ -175,7 +175,12 @@ def guard(
     level = log_level.upper()
     if level not in LOG_LEVELS:
         raise _fail(f"--log-level must be DEBUG, INFO, WARNING or ERROR, got {log_level!r}")
-    if (url is None) == (not command):
+    if url is None and not command:
+        raise _fail(
+            "say which server to guard: its command after '--' (ragbudget guard -- npx -y "
+            "@modelcontextprotocol/server-everything) or --url URL for one over HTTP"
+        )
+    if url is not None and command:
         raise _fail("give either --url URL or the wrapped server's command after '--', not both")
     if url is None and header:
         raise _fail("--header applies to --url only")
