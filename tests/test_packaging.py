@@ -35,6 +35,8 @@ SERVER_EXTRAS = {
     "store/convert/pdf.py": "documents",
     "store/convert/office.py": "documents",
 }
+# Which extra of the LangChain plugin a module needs.
+LANGCHAIN_EXTRAS = {"agents.py": "agents"}
 OWN = {"ragbudget", "ragbudget_server", "langchain_ragbudget", "llama_index"}
 # Modules whose code ships in one distribution and is installed through another, the one we
 # declare: fastmcp is the full server, fastmcp-slim the code it installs.
@@ -96,6 +98,8 @@ def test_every_import_is_declared_in_the_extra_that_needs_it(dist: str) -> None:
             extra = next((e for p, e in CORE_EXTRAS.items() if relative.startswith(p)), None)
         if dist == "ragbudget-server":
             extra = SERVER_EXTRAS.get(relative)
+        if dist == "langchain-ragbudget":
+            extra = LANGCHAIN_EXTRAS.get(relative)
         declared = _declared(dist, extra)
         for imported in _third_party_imports(path):
             dists = {META.get(_name(d), _name(d)) for d in providers.get(imported, [])}

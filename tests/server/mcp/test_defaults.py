@@ -10,6 +10,7 @@ model-visible text stays at most 14,500 tokens by exact cl100k and o200k: Claude
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -117,3 +118,17 @@ async def test_text_answers_carry_results_verbatim_and_structured_content_withou
     counter = get_counter("exact")
     assert response.budget.text_tokens == sum(counter.count(b) for b in text_blocks(result))
     assert f'cursor="{response.next_cursor}"' in text and "--cursor" not in text
+
+
+@pytest.mark.parametrize("format", ["text", "json"])
+async def test_a_clamped_answer_states_one_budget(default_db: Path, format: str) -> None:
+    # The ask (100,000), the clamp (9,000, said once in the server's line) and nothing else:
+    # the page is fitted to less (room for that line) but states the whole answer's budget.
+    args = {"query": "string literal escape sequences", "limit": 200, "max_tokens": 100_000}
+    result = await _call(default_db, "search", {**args, "format": format}, client="codex")
+    whole = whole_answer(result)
+    assert whole.startswith("[max_tokens=100,000 clamped to 9,000 tokens")
+    budgets = set(re.findall(r"\(([\d,]+)-token budget\)", whole))
+    stated = set(re.findall(r'"max_tokens":(\d+)', whole))
+    assert budgets <= {"9,000"} and stated <= {"9000"}, (budgets, stated)
+    assert budgets or stated  # the page says its budget

@@ -213,6 +213,7 @@ async def search(
     come back as one span. Read a whole file with `read_document`.
     """
     state = await _state(ctx)
+    ask = await _ask(ctx, state, max_tokens, format)
 
     def fetch(budget: int, counter: TokenCounter) -> SearchResponse:
         return state.store.search(
@@ -228,9 +229,9 @@ async def search(
             max_per_source=max_per_source,
             cursor=cursor,
             hybrid=state.settings.hybrid,
+            stated_budget=ask.walls.tokens,  # the whole answer's, the server's line included
         )
 
-    ask = await _ask(ctx, state, max_tokens, format)
     return await _budgeted(ctx, state, ask, fetch, f"search {shown(query)}")
 
 
@@ -293,14 +294,15 @@ async def read_document(
     the budget (minified code) comes in parts, continued with `offset` and `char_offset`.
     """
     state = await _state(ctx)
+    ask = await _ask(ctx, state, max_tokens, format)
 
     def fetch(budget: int, counter: TokenCounter) -> ReadResponse:
         return state.store.read(
             source, offset=offset, limit=limit, max_tokens=budget,
             counter=counter, format=format, char_offset=char_offset, page=page,
+            stated_budget=ask.walls.tokens,  # the whole answer's, the server's line included
         )  # fmt: skip
 
-    ask = await _ask(ctx, state, max_tokens, format)
     return await _budgeted(ctx, state, ask, fetch, f"read_document {shown(source)}")
 
 

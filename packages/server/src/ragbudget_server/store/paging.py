@@ -281,7 +281,9 @@ def search_page(
         records = _reading_first(prefetched, records)
     changed = ranking.version != version
     hint = continuation_hint(rendering.offset_hint, key)
-    paged = Rendering.of(rendering.format, hint)
+    # Every try states the budget asked (a try with the walk's fields held back in reserve is
+    # fitted to less): one budget in the notice and the JSON, with no rewriting after.
+    paged = Rendering.of(rendering.format, hint, rendering.stated(max_tokens))
     fetched: dict[str, tuple[str, dict[str, Any]]] = {}
 
     def remembered(ids: list[str]) -> dict[str, tuple[str, dict[str, Any]]]:
@@ -311,7 +313,7 @@ def search_page(
             continue
         except StoreError as exc:
             raise _least(exc, max_tokens, reserve) from None
-        final = _with_walk(response, key, changed, gone, counter, asked=max_tokens)
+        final = _with_walk(response, key, changed, gone, counter)
         used = final.used_tokens
         if used <= max_tokens:
             if grew:
@@ -388,17 +390,10 @@ def _with_walk(
     changed: bool,
     gone: list[str],
     counter: TokenCounter,
-    *,
-    asked: int,
 ) -> SearchResponse:
-    """`response` with its cursor, what changed since the first page, and its new count; its
-    budget is the one `asked` (a try with the walk's fields held back in reserve had less)."""
+    """`response` with its cursor, what changed since the first page, and its new count."""
     remark = _remark(changed, gone)
     notice = response.notice
-    if notice is not None and response.max_tokens != asked:
-        notice = notice.replace(
-            f"({response.max_tokens:,}-token budget)", f"({asked:,}-token budget)"
-        )
     if remark is not None:
         notice = remark if notice is None else f"{notice}\n{remark}"
     update = {
@@ -406,7 +401,6 @@ def _with_walk(
         "store_changed": True if changed else None,
         "gone_ids": gone or None,
         "notice": notice,
-        "max_tokens": asked,
     }
     walked = response.model_copy(update=update)
     measured = response.measured()

@@ -69,7 +69,8 @@ def budget_read(
         raise StoreError(msg)
     k_max = len(rest) if limit is None else min(limit, len(rest))
     frame: dict[str, Any] = {
-        "max_tokens": max_tokens, "counter": counter.name, "format": rendering.format,
+        "max_tokens": rendering.stated(max_tokens), "counter": counter.name,
+        "format": rendering.format,
         "pages": pages,
     }  # fmt: skip
 
@@ -78,7 +79,7 @@ def budget_read(
         truncated = k < len(rest)
         notice = None
         if truncated:
-            by_budget = "" if k == limit else f" ({budget:,}-token budget)"
+            by_budget = "" if k == limit else f" ({rendering.stated(budget):,}-token budget)"
             if k == 0:
                 notice = f"[Line {offset} does not fit the budget{by_budget}; raise max_tokens]"
             else:
@@ -87,9 +88,8 @@ def budget_read(
                     f"{rendering.more(end + 1)}]"
                 )
         shown = "\n".join(rest[:k])
-        return _response(
-            source, shown, offset, k, total, truncated, notice, {**frame, "max_tokens": budget}
-        )
+        frame_here = {**frame, "max_tokens": rendering.stated(budget)}
+        return _response(source, shown, offset, k, total, truncated, notice, frame_here)
 
     def part(kept: str) -> ReadResponse:
         """Characters `char_offset` to `char_offset + len(kept)` of the line at `offset`."""
@@ -99,7 +99,8 @@ def budget_read(
         if stop < len(line):
             next_char = stop
             notice = (
-                f"[Line {offset} alone is over the budget ({max_tokens:,}-token budget); "
+                f"[Line {offset} alone is over the budget "
+                f"({rendering.stated(max_tokens):,}-token budget); "
                 f"showing {where} of {len(line):,}{rendering.more_in_line(offset, stop)}]"
             )
         else:

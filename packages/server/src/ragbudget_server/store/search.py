@@ -136,9 +136,13 @@ class Rendering:
     offset_hint: str = "offset={offset}"
     """How a notice tells the reader to continue: `offset={offset}` for a model calling a
     tool, `--offset {offset}` for a shell user."""
+    budget: int | None = None
+    """The budget the page states (its notice, the JSON's `max_tokens`) when it is not the one
+    the page is fitted to: a server that keeps room for a line of its own above the page
+    states the whole answer's budget, once. None: the page's own."""
 
     @classmethod
-    def of(cls, format: Any, offset_hint: Any) -> Rendering:
+    def of(cls, format: Any, offset_hint: Any, budget: Any = None) -> Rendering:
         """The rendering a caller asked for, checked (a `StoreError` names what is wrong)."""
         if format not in ("text", "json"):
             msg = f"format must be 'text' or 'json', got {format!r}"
@@ -146,7 +150,15 @@ class Rendering:
         if not isinstance(offset_hint, str) or "{offset}" not in offset_hint:
             msg = f"offset_hint must be a string holding '{{offset}}', got {offset_hint!r}"
             raise StoreError(msg)
-        return cls(format=format, offset_hint=offset_hint)
+        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)
+                                   or budget < 1):  # fmt: skip
+            msg = f"stated_budget must be None or an int >= 1, got {budget!r}"
+            raise StoreError(msg)
+        return cls(format=format, offset_hint=offset_hint, budget=budget)
+
+    def stated(self, max_tokens: int) -> int:
+        """The budget a page fitted to `max_tokens` states."""
+        return max_tokens if self.budget is None else self.budget
 
     def more(self, offset: int) -> str:
         return f". Use {self.offset_hint.format(offset=offset)} to continue"
@@ -215,7 +227,7 @@ class RankedPage:
             next_offset=next_offset,
             truncated=truncated,
             used_tokens=self.max_tokens,
-            max_tokens=self.max_tokens,
+            max_tokens=self.rendering.stated(self.max_tokens),
             counter=self.counter.name,
             format=self.rendering.format,
             notice=self._notice(k, truncated, cut, next_offset, len(capped or ())),
@@ -237,7 +249,7 @@ class RankedPage:
         shown = f"results {self.offset + 1}-{self.offset + k}" if k else "no results"
         text = f"[Showing {shown} of {self.total:,}"
         if truncated:
-            text += f" ({self.max_tokens:,}-token budget)"
+            text += f" ({self.rendering.stated(self.max_tokens):,}-token budget)"
         if cut is not None:
             text += f"; cut to fit: {cut.id}"
         if capped:

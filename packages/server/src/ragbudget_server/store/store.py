@@ -270,6 +270,7 @@ class DocumentStore:
         max_per_source: int | None = None,
         cursor: str | None = None,
         hybrid: bool = True,
+        stated_budget: int | None = None,
     ) -> SearchResponse:
         """The best-ranked chunks for `query` whose rendered response fits `max_tokens`.
 
@@ -292,6 +293,10 @@ class DocumentStore:
         an hour (`ragbudget_server.store.cursor`). `offset` pages are exact while the store does
         not change: each search ranks every matching chunk the same way.
 
+        `stated_budget`: the budget the notice and the JSON's `max_tokens` state, when it is not
+        `max_tokens` (a server fits the page to less, to keep room for a line of its own above
+        it, and states the whole answer's budget once).
+
         `hybrid` fuses the vector ranking with the lexical index's BM25 ranking
         (`ragbudget_server.store.hybrid`), so exact identifiers, rare words and CJK text find
         their files (the default: on 46 held-out questions it ranks the answer's file first for
@@ -308,7 +313,7 @@ class DocumentStore:
         _check_int("limit", limit, 1, MAX_LIMIT)
         _check_int("max_tokens", max_tokens, 1, MAX_TOKENS)
         _check_int("offset", offset, 0, MAX_OFFSET)
-        rendering = Rendering.of(format, offset_hint)
+        rendering = Rendering.of(format, offset_hint, stated_budget)
         tc = self._backend.counter if counter is None else get_counter(counter)
         where = self._where(file_type, directory)
         backend = self._backend
@@ -428,6 +433,7 @@ class DocumentStore:
         format: Format = "text",
         offset_hint: str = "offset={offset}",
         page: int | None = None,
+        stated_budget: int | None = None,
     ) -> ReadResponse:
         """A stored document's lines from `offset` (1-based), at most `limit` of them, with a
         rendered response within `max_tokens` and a notice saying how to continue (`format`
@@ -436,8 +442,9 @@ class DocumentStore:
         A line alone over the budget comes in parts: continue with the response's
         `next_offset` and `next_char_offset` (as `offset` and `char_offset`). `page` (of a
         PDF, or a presentation's slide) starts at that page's first line instead of `offset`;
-        the response's `pages` names the pages its lines lie on."""
-        rendering = Rendering.of(format, offset_hint)
+        the response's `pages` names the pages its lines lie on. `stated_budget` as for
+        `search`."""
+        rendering = Rendering.of(format, offset_hint, stated_budget)
         _check_int("offset", offset, 1, 1 << 31)
         _check_int("char_offset", char_offset, 0, 1 << 31)
         if limit is not None:
