@@ -33,6 +33,9 @@ class Limits:
     """Most bytes an Office file's zip may expand to (its members' declared sizes)."""
     max_ratio: int = 200
     """Largest expansion of one zip member over 1 MiB (zip bombs expand a thousandfold)."""
+    max_xml_bytes: int = 16 * 1024 * 1024
+    """Most bytes of one XML part a Word or PowerPoint file may hold: their readers parse a part
+    whole, at about 20 bytes of memory a byte (60 MB of XML took 1.1 GB and 123 s)."""
     started: float = field(default_factory=time.monotonic)
 
     def check_time(self) -> None:
@@ -49,15 +52,23 @@ class Limits:
             raise Unindexable(msg)
 
 
-def check_zip(archive: zipfile.ZipFile, limits: Limits) -> None:
+def check_zip(archive: zipfile.ZipFile, limits: Limits, *, whole_xml: bool = False) -> None:
     """Refuse a zip whose members would expand past the caps, before anything is unpacked.
 
     zipfile never reads more than a member's declared size, so the declared sizes bound what
-    a reader can unpack, whatever the compressed data holds.
+    a reader can unpack, whatever the compressed data holds. `whole_xml`: the reader parses
+    each XML part whole (Word, PowerPoint), so no part may pass `max_xml_bytes`.
     """
     total = 0
     for info in archive.infolist():
         total += info.file_size
+        if whole_xml and info.filename.endswith(".xml") and info.file_size > limits.max_xml_bytes:
+            msg = (
+                f"over the size cap once unpacked: its part {info.filename} is "
+                f"{info.file_size:,} bytes of XML (more than {limits.max_xml_bytes:,}), which "
+                "its reader would hold in memory whole"
+            )
+            raise Unindexable(msg)
         big = info.file_size > 1 << 20
         if big and info.file_size > limits.max_ratio * max(info.compress_size, 1):
             msg = (

@@ -32,14 +32,15 @@ __all__ = ["docx_text", "pptx_text", "xlsx_text"]
 _OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 
 
-def _opened(data: bytes, kind: str, limits: Limits) -> io.BytesIO:
-    """The bytes as a file for a reader, once the zip passed the checks."""
+def _opened(data: bytes, kind: str, limits: Limits, *, whole_xml: bool = True) -> io.BytesIO:
+    """The bytes as a file for a reader, once the zip passed the checks (`whole_xml`: the
+    reader parses each XML part whole, as python-docx and python-pptx do)."""
     if data.startswith(_OLE):
         msg = f"encrypted (a password-protected {kind}), or an old binary Office file"
         raise Unindexable(msg)
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            check_zip(archive, limits)
+            check_zip(archive, limits, whole_xml=whole_xml)
     except zipfile.BadZipFile as exc:
         msg = f"conversion failed: not a readable {kind} ({exc})"
         raise Unindexable(msg) from None
@@ -124,7 +125,7 @@ def pptx_text(data: bytes, limits: Limits) -> str:
 def xlsx_text(data: bytes, limits: Limits) -> str:
     """Each sheet as `## Sheet: NAME` and its cell values (not formulas) as a table."""
     book = openpyxl.load_workbook(
-        _opened(data, "Excel file", limits), read_only=True, data_only=True
+        _opened(data, "Excel file", limits, whole_xml=False), read_only=True, data_only=True
     )
     try:
         out = _Text(limits)
