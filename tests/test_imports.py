@@ -60,8 +60,9 @@ PINNED = {
         "TokenBudgetMiddleware", "Walls",
     ],
     "ragbudget.pages": [
-        "Cut", "Page", "PageCache", "Remainder", "Segment", "UNIT_NAMES", "dumps", "first_page",
-        "join_pages", "parse_json", "trim",
+        "BudgetSize", "Cut", "Page", "PageCache", "Remainder", "Segment", "UNIT_NAMES",
+        "budget_tokens", "dumps", "first_notice", "first_page", "first_page_with_notice",
+        "join_pages", "next_page_with_notice", "page_notice", "parse_json", "read_size", "trim",
     ],
     "langchain_ragbudget": [
         "SCORE_KEYS", "TRUNCATION_EVENT", "TokenBudgetCompressor", "TokenBudgetRetriever",

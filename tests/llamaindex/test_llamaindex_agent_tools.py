@@ -265,3 +265,17 @@ def test_tools_must_be_a_list_and_a_fraction_of_the_context_window() -> None:
         llm.metadata.context_window // 2
     )
     assert ToolBudget(max_tokens=("tokens", 500)).max_tokens == 500
+
+
+def test_the_same_pages_and_notices_as_the_langchain_middleware() -> None:
+    """Both agent integrations page through `ragbudget.pages.reading`: the same text cut by
+    each reads the same, handles aside."""
+    from langchain_ragbudget.agents import ToolResultBudgetMiddleware
+
+    for text in (LOG[:60_000], json.dumps(ROWS[:800])):
+        langchain = ToolResultBudgetMiddleware(max_tokens=2_000)._cut(text, "t")
+        output = ToolOutput(content=text, tool_name="t", raw_input={}, raw_output=text)
+        llamaindex = ToolBudget(max_tokens=2_000)._cut(output)
+        assert langchain is not None and llamaindex is not None
+        same = NEXT.sub("read_more(handle=H)", langchain[0])
+        assert same == NEXT.sub("read_more(handle=H)", llamaindex[0].content)

@@ -17,7 +17,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from llama_index.core.base.llms.types import TextBlock
 from llama_index.core.llms import LLM
@@ -27,11 +27,19 @@ from llama_index.core.workflow import Context
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragbudget import TokenCounter, get_counter
-from ragbudget.counters import count_up_to
 from ragbudget.exact import default_spec
-from ragbudget.limits import Walls
-from ragbudget.pages import UNIT_NAMES, Page, PageCache, Remainder, dumps, first_page, parse_json
-from ragbudget.pages.json_trim import path_label
+from ragbudget.pages import (
+    BudgetSize,
+    PageCache,
+    Remainder,
+    budget_tokens,
+    dumps,
+    first_page_with_notice,
+    next_page_with_notice,
+    parse_json,
+    read_size,
+)
+from ragbudget.pages.reading import MIN_MAX_TOKENS
 
 __all__ = [
     "CONTEXT_PARAM",
@@ -48,9 +56,6 @@ logger = logging.getLogger(__name__)
 DEFAULT_CONTINUATION_TOOL = "read_more"
 """The continuation tool's name unless `continuation_tool=` gives another."""
 
-MIN_MAX_TOKENS = 128
-"""The smallest budget: room for a page and the notice that says how to read on."""
-
 CONTEXT_PARAM = "ragbudget_ctx"
 """The keyword under which the agent passes its workflow Context to the budget's tools (the
 tools' `ctx_param_name`); never part of a tool's schema, so the LLM never sees it."""
@@ -61,11 +66,6 @@ once read to the end or dropped."""
 
 CURSORS_KEY = "ragbudget_cursors"
 """Context state: handle -> where its walk stands (`segments`, `offset`), or None."""
-
-RETRIES = 4
-"""Attempts at a page whose notice fits beside it (each reserves what the last one missed)."""
-
-BudgetSize = int | tuple[Literal["tokens"], int] | tuple[Literal["fraction"], float]
 
 
 class ReadMoreInput(BaseModel):
@@ -81,34 +81,12 @@ class ReadMoreInput(BaseModel):
 def _budget(max_tokens: BudgetSize, llm: LLM | None) -> int:
     """`max_tokens` as tokens: an int, `("tokens", n)`, or `("fraction", f)` of `llm`'s
     `metadata.context_window`."""
-    if isinstance(max_tokens, tuple) and len(max_tokens) == 2 and max_tokens[0] == "fraction":
-        fraction = max_tokens[1]
-        if isinstance(fraction, bool) or not isinstance(fraction, (int, float)):
-            msg = f"max_tokens: the fraction must be a number, got {fraction!r}"
-            raise TypeError(msg)
-        if not 0 < fraction <= 1:
-            msg = f"max_tokens: the fraction must be > 0 and <= 1, got {fraction}"
-            raise ValueError(msg)
-        if llm is None:
-            msg = (
-                "max_tokens=('fraction', ...) needs the LLM's context window: pass "
-                "llm=<the agent's LLM> (its metadata.context_window is read), or give "
-                "max_tokens in tokens"
-            )
-            raise ValueError(msg)
-        tokens: Any = int(llm.metadata.context_window * fraction)
-    elif isinstance(max_tokens, tuple) and len(max_tokens) == 2 and max_tokens[0] == "tokens":
-        tokens = max_tokens[1]
-    else:
-        tokens = max_tokens
-    if isinstance(tokens, bool) or not isinstance(tokens, int):
-        msg = f"max_tokens must be an int, ('tokens', n) or ('fraction', f), got {max_tokens!r}"
-        raise TypeError(msg)
-    if tokens < MIN_MAX_TOKENS:
-        msg = f"max_tokens must be >= {MIN_MAX_TOKENS} tokens (room for a page and its notice), "
-        msg += f"got {tokens:,}"
-        raise ValueError(msg)
-    return tokens
+    missing = (
+        "max_tokens=('fraction', ...) needs the LLM's context window: pass llm=<the agent's "
+        "LLM> (its metadata.context_window is read), or give max_tokens in tokens"
+    )
+    window = None if llm is None else llm.metadata.context_window
+    return budget_tokens(max_tokens, window, missing)
 
 
 def _int_at_least(name: str, value: Any, least: int) -> int:
@@ -138,10 +116,6 @@ def _json_value(text: str, raw_output: Any) -> tuple[str, Any]:
     except (TypeError, ValueError):  # not JSON data: cut its rendering as text
         return text, None
     return rendered, json.loads(rendered)
-
-
-def _lines(text: str) -> int:
-    return text.count("\n") + (0 if text.endswith("\n") else 1)
 
 
 def _as_tool(tool: BaseTool | Callable[..., Any]) -> BaseTool:
@@ -392,59 +366,25 @@ class ToolBudget:
 
     # -- cutting -------------------------------------------------------------------------
 
-    def _size(self, text: str) -> int:
-        """Tokens in `text`, or more than the budget when over (no token is longer than 64
-        characters, so a long text need not be counted to know)."""
-        if len(text) > (self.max_tokens + 1) * 64:
-            return self.max_tokens + 1
-        return count_up_to(self.counter, text, self.max_tokens)
-
-    def _first_notice(self, text: str, body: str, remainder: Remainder, handle: str) -> str:
-        budget = f"{self.max_tokens:,} tokens"
-        if remainder.segments and remainder.segments[0].path is None:
-            what = (
-                f"showing lines 1-{_lines(body):,} of {_lines(text):,} "
-                f"({len(body):,} of {len(text):,} characters)"
-            )
-        else:
-            shown = "; ".join(
-                f"{path_label(s.path or ())} kept {s.start:,} of {s.total:,} {UNIT_NAMES[s.kind]}"
-                for s in remainder.segments[:3]
-            )
-            more = len(remainder.segments) - 3
-            what = f"the JSON is valid but shortened: {shown}" + (
-                f"; and {more} more cuts" if more > 0 else ""
-            )
-        call = f'{self.continuation_tool}(handle="{handle}")'
-        return f"[ragbudget: result cut to fit {budget}; {what}. Call {call} for the next page.]"
+    def _call(self, handle: str) -> str:
+        return f'{self.continuation_tool}(handle="{handle}")'
 
     def _cut(self, output: ToolOutput) -> tuple[ToolOutput, str, dict[str, Any]] | None:
         """A copy of `output` with the first page and its notice, the handle, and the whole
         output as plain JSON values (`result`, `cursor`); None when `output` is left as it is."""
         content = _text(output)
-        if content is None or self._size(content) <= self.max_tokens:
+        if content is None or read_size(content, self.max_tokens, self.counter) <= self.max_tokens:
             return None
         text, value = _json_value(content, output.raw_output)
         handle = PageCache.new_handle()
-        reserve = 96
-        for attempt in range(RETRIES):
-            body, remainder = first_page(
-                text,
-                max(1, self.max_tokens - reserve),
-                self.counter,
-                value=value,
-                walls=Walls(self.max_tokens),
-                tool=output.tool_name,
-            )
-            notice = self._first_notice(text, body, remainder, handle)
-            page = f"{body}\n\n{notice}"
-            used = self._size(page)
-            if used <= self.max_tokens:
-                break
-            reserve = max(reserve + used - self.max_tokens, self._size(notice) + 8 * (attempt + 1))
-        else:  # pragma: no cover - only a counter far from additive gets here
+        cut = first_page_with_notice(
+            text, self.max_tokens, self.counter, self._call(handle), value=value,
+            tool=output.tool_name,
+        )  # fmt: skip
+        if cut is None:  # pragma: no cover - only a counter far from additive gets here
             page = f"[ragbudget: result left out: no part of it fit {self.max_tokens:,} tokens]"
             return output.model_copy(update={"blocks": [TextBlock(text=page)]}), handle, {}
+        page, remainder, used = cut
         kept = remainder.to_dict()
         held = {
             "result": {"root": kept["root"], "walls": kept["walls"], "tool": output.tool_name},
@@ -505,39 +445,22 @@ class ToolBudget:
             "the original tool again, with narrower arguments to get less]"
         )
 
-    def _page_notice(self, handle: str, tool: str, page: Page) -> str:
-        segment = page.segment
-        where = "" if segment.path is None else f" of {path_label(segment.path)}"
-        shown = f"{UNIT_NAMES[segment.kind]} {page.first:,}-{page.last - 1:,} of "
-        shown += f"{segment.total:,}{where}"
-        if page.next_offset is None:
-            follow = "This is the last page."
-        else:
-            follow = f'Next page: {self.continuation_tool}(handle="{handle}").'
-        return f"[ragbudget: {tool} result, {shown}. {follow}]"
-
     def _next_page(
         self, handle: str, result: dict[str, Any], cursor: dict[str, Any]
     ) -> tuple[str, dict[str, Any] | None, bool]:
         """The next page with its notice, the cursor after it (None: the last page), and
         whether it is an error."""
-        reserve = 60
-        for attempt in range(RETRIES):
-            # Rebuilt each attempt: a page that meets an oversized item adds segments.
-            remainder = Remainder.from_dict({**result, "segments": cursor["segments"]})
-            page = remainder.page(cursor["offset"], max(1, self.max_tokens - reserve), self.counter)
-            notice = self._page_notice(handle, result["tool"], page)
-            content = f"{page.body}\n\n{notice}"
-            used = self._size(content)
-            if used <= self.max_tokens:
-                break
-            reserve = max(reserve + used - self.max_tokens, self._size(notice) + 8 * (attempt + 1))
-        else:  # pragma: no cover - only a counter far from additive gets here
+        found = next_page_with_notice(
+            lambda: Remainder.from_dict({**result, "segments": cursor["segments"]}),
+            cursor["offset"], self.max_tokens, self.counter, self._call(handle),
+        )  # fmt: skip
+        if found is None:  # pragma: no cover - only a counter far from additive gets here
             return (
                 f"[ragbudget: no page of this result fits {self.max_tokens:,} tokens]",
                 None,
                 True,
             )
+        content, page, remainder = found
         if page.next_offset is None:
             return content, None, False
         segments = remainder.to_dict()["segments"]
