@@ -279,3 +279,17 @@ def test_the_same_pages_and_notices_as_the_langchain_middleware() -> None:
         assert langchain is not None and llamaindex is not None
         same = NEXT.sub("read_more(handle=H)", langchain[0])
         assert same == NEXT.sub("read_more(handle=H)", llamaindex[0].content)
+
+
+async def test_a_wrapped_tool_that_takes_the_context_still_gets_it() -> None:
+    async def remember(ctx: Context) -> str:
+        """Marks the run's state."""
+        await ctx.store.set("seen", True)
+        return "ok"
+
+    remember.__annotations__["ctx"] = Context  # this module's annotations are strings
+    walker = Walker(first="remember")
+    agent = FunctionAgent(tools=budget_tools([remember]),
+                          llm=MockFunctionCallingLLM(response_generator=walker))  # fmt: skip
+    ctx = await _run(agent)
+    assert await ctx.store.get("seen") is True and walker.tool_messages() == ["ok"]

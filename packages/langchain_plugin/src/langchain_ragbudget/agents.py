@@ -54,7 +54,7 @@ from ragbudget.pages import (
     parse_json,
     read_size,
 )
-from ragbudget.pages.reading import MIN_MAX_TOKENS
+from ragbudget.pages.reading import CONTINUATION_DESCRIPTION, MIN_MAX_TOKENS
 
 from langchain_ragbudget._events import adispatch_truncation, dispatch_truncation
 
@@ -249,13 +249,7 @@ class ToolResultBudgetMiddleware(AgentMiddleware[ToolResultBudgetState[Any], Any
         self.tools = [
             StructuredTool.from_function(
                 name=continuation_tool,
-                description=(
-                    "Read the next page of a tool result that was cut to fit the context. "
-                    "Pass the handle its notice gives; each call returns the next page, until "
-                    "the last. Text pages are the next lines; JSON pages are objects naming the "
-                    "`path` they continue, the `start` index and the next `items`, `text` or "
-                    "`entries`. Read one page of a handle at a time."
-                ),
+                description=CONTINUATION_DESCRIPTION,
                 func=self._read_more,
                 coroutine=self._aread_more,
                 args_schema=_ReadMoreInput,

@@ -20,6 +20,7 @@ from ragbudget.pages.json_trim import path_label
 from ragbudget.pages.remainder import UNIT_NAMES, Page, Remainder, first_page
 
 __all__ = [
+    "CONTINUATION_DESCRIPTION",
     "MIN_MAX_TOKENS",
     "BudgetSize",
     "budget_tokens",
@@ -32,6 +33,15 @@ __all__ = [
 
 MIN_MAX_TOKENS = 128
 """The smallest budget: room for a page and the notice that says how to read on."""
+
+CONTINUATION_DESCRIPTION = (
+    "Read the next page of a tool result that was cut to fit the context. "
+    "Pass the handle its notice gives; each call returns the next page, until "
+    "the last. Text pages are the next lines; JSON pages are objects naming the "
+    "`path` they continue, the `start` index and the next `items`, `text` or "
+    "`entries`. Read one page of a handle at a time."
+)
+"""What the continuation tool (`read_more`) tells the model it does."""
 
 RETRIES = 4
 """Attempts at a page whose notice fits beside it (each reserves what the last one missed)."""

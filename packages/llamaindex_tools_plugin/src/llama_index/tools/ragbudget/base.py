@@ -39,7 +39,7 @@ from ragbudget.pages import (
     parse_json,
     read_size,
 )
-from ragbudget.pages.reading import MIN_MAX_TOKENS
+from ragbudget.pages.reading import CONTINUATION_DESCRIPTION, MIN_MAX_TOKENS
 
 __all__ = [
     "CONTEXT_PARAM",
@@ -189,13 +189,7 @@ class ContinuationTool(FunctionTool):
     def __init__(self, budget: ToolBudget) -> None:
         metadata = ToolMetadata(
             name=budget.continuation_tool,
-            description=(
-                "Read the next page of a tool result that was cut to fit the context. "
-                "Pass the handle its notice gives; each call returns the next page, until "
-                "the last. Text pages are the next lines; JSON pages are objects naming the "
-                "`path` they continue, the `start` index and the next `items`, `text` or "
-                "`entries`. Read one page of a handle at a time."
-            ),
+            description=CONTINUATION_DESCRIPTION,
             fn_schema=ReadMoreInput,
         )
         super().__init__(fn=self.call, async_fn=self.acall, metadata=metadata)
