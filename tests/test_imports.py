@@ -23,6 +23,7 @@ import pytest
         "langchain_ragbudget",
         "langchain_ragbudget.agents",
         "llama_index.postprocessor.ragbudget",
+        "llama_index.tools.ragbudget",
     ],
 )
 def test_all_names_exist(module: str) -> None:
@@ -59,8 +60,9 @@ PINNED = {
         "TokenBudgetMiddleware", "Walls",
     ],
     "ragbudget.pages": [
-        "Cut", "Page", "PageCache", "Remainder", "Segment", "UNIT_NAMES", "dumps", "first_page",
-        "join_pages", "parse_json", "trim",
+        "BudgetSize", "Cut", "Page", "PageCache", "Remainder", "Segment", "UNIT_NAMES",
+        "budget_tokens", "dumps", "first_notice", "first_page", "first_page_with_notice",
+        "join_pages", "next_page_with_notice", "page_notice", "parse_json", "read_size", "trim",
     ],
     "langchain_ragbudget": [
         "SCORE_KEYS", "TRUNCATION_EVENT", "TokenBudgetCompressor", "TokenBudgetRetriever",
@@ -71,6 +73,10 @@ PINNED = {
         "ToolResultBudgetState", "merge_handles",
     ],
     "llama_index.postprocessor.ragbudget": ["TokenBudgetEvent", "TokenBudgetPostprocessor"],
+    "llama_index.tools.ragbudget": [
+        "BudgetedTool", "CONTEXT_PARAM", "ContinuationTool", "DEFAULT_CONTINUATION_TOOL",
+        "MIN_MAX_TOKENS", "ToolBudget", "budget_tools",
+    ],
 }  # fmt: skip
 
 
@@ -191,7 +197,12 @@ def _private(name: str) -> bool:
 
 @pytest.mark.parametrize(
     "folder",
-    ["packages/server/src", "packages/langchain_plugin/src", "packages/llamaindex_plugin/src"],
+    [
+        "packages/server/src",
+        "packages/langchain_plugin/src",
+        "packages/llamaindex_plugin/src",
+        "packages/llamaindex_tools_plugin/src",
+    ],
 )
 def test_outside_the_core_only_public_core_names_are_imported(folder: str) -> None:
     """The server and the plugins depend on the core's public names: no private module

@@ -22,6 +22,10 @@ PACKAGES = {
         ROOT / "packages/llamaindex_plugin",
         "llama_index.postprocessor.ragbudget",
     ),
+    "llama-index-tools-ragbudget": (
+        ROOT / "packages/llamaindex_tools_plugin",
+        "llama_index.tools.ragbudget",
+    ),
 }
 # Which extra of the core a module needs.
 CORE_EXTRAS = {
@@ -121,7 +125,13 @@ def test_one_version_source(dist: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "dist", ["ragbudget-server", "langchain-ragbudget", "llama-index-postprocessor-ragbudget"]
+    "dist",
+    [
+        "ragbudget-server",
+        "langchain-ragbudget",
+        "llama-index-postprocessor-ragbudget",
+        "llama-index-tools-ragbudget",
+    ],
 )
 def test_plugins_pin_the_core_minor_series(dist: str) -> None:
     import ragbudget
@@ -144,10 +154,17 @@ def test_package_readme_is_an_index_page_with_absolute_links(dist: str) -> None:
     assert not relative, f"{dist}'s README has links that break on an index: {relative}"
 
 
-def test_llamahub_metadata() -> None:
-    project = tomllib.loads((ROOT / "packages/llamaindex_plugin/pyproject.toml").read_text())
+@pytest.mark.parametrize(
+    ("folder", "import_path"),
+    [
+        ("llamaindex_plugin", "llama_index.postprocessor.ragbudget"),
+        ("llamaindex_tools_plugin", "llama_index.tools.ragbudget"),
+    ],
+)
+def test_llamahub_metadata(folder: str, import_path: str) -> None:
+    project = tomllib.loads((ROOT / "packages" / folder / "pyproject.toml").read_text())
     hub = project["tool"]["llamahub"]
-    assert hub["import_path"] == "llama_index.postprocessor.ragbudget"
+    assert hub["import_path"] == import_path
     module = __import__(hub["import_path"], fromlist=["__all__"])
     assert set(hub["class_authors"]) <= set(module.__all__)
 

@@ -17,7 +17,7 @@ Needs the `agents` extra (LangChain 1.x's `langchain.agents`):
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Annotated, Any, Literal, NotRequired
+from typing import Annotated, Any, NotRequired
 
 try:
     from langchain.agents.middleware.types import (
@@ -43,11 +43,18 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 from pydantic import BaseModel, Field
 from ragbudget import TokenCounter, TruncationInfo, get_counter
-from ragbudget.counters import count_up_to
 from ragbudget.exact import default_spec
-from ragbudget.limits import Walls
-from ragbudget.pages import UNIT_NAMES, Page, PageCache, Remainder, first_page, parse_json
-from ragbudget.pages.json_trim import path_label
+from ragbudget.pages import (
+    BudgetSize,
+    PageCache,
+    Remainder,
+    budget_tokens,
+    first_page_with_notice,
+    next_page_with_notice,
+    parse_json,
+    read_size,
+)
+from ragbudget.pages.reading import CONTINUATION_DESCRIPTION, MIN_MAX_TOKENS
 
 from langchain_ragbudget._events import adispatch_truncation, dispatch_truncation
 
@@ -64,14 +71,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_CONTINUATION_TOOL = "read_more"
 """The continuation tool's name unless `continuation_tool=` gives another."""
 
-MIN_MAX_TOKENS = 128
-"""The smallest budget: room for a page and the notice that says how to read on."""
-
-RETRIES = 4
-"""Attempts at a page whose notice fits beside it (each reserves what the last one missed)."""
-
 ResultFilter = Sequence[BaseTool | str] | None
-BudgetSize = int | tuple[Literal["tokens"], int] | tuple[Literal["fraction"], float]
 
 
 def merge_handles(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:
@@ -128,36 +128,15 @@ def _names(argument: str, tools: ResultFilter) -> frozenset[str] | None:
 def _budget(max_tokens: BudgetSize, model: BaseChatModel | None) -> int:
     """`max_tokens` as tokens: an int, `("tokens", n)`, or `("fraction", f)` of `model`'s
     `max_input_tokens`, as SummarizationMiddleware reads its `trigger` and `keep`."""
-    if isinstance(max_tokens, tuple) and len(max_tokens) == 2 and max_tokens[0] == "fraction":
-        fraction = max_tokens[1]
-        if isinstance(fraction, bool) or not isinstance(fraction, (int, float)):
-            msg = f"max_tokens: the fraction must be a number, got {fraction!r}"
-            raise TypeError(msg)
-        if not 0 < fraction <= 1:
-            msg = f"max_tokens: the fraction must be > 0 and <= 1, got {fraction}"
-            raise ValueError(msg)
-        profile = getattr(model, "profile", None) or {}
-        limit = profile.get("max_input_tokens") if isinstance(profile, dict) else None
-        if model is None or not isinstance(limit, int):
-            msg = (
-                "max_tokens=('fraction', ...) needs the model's max_input_tokens: pass "
-                "model=<the agent's chat model> (its profile must state max_input_tokens, e.g. "
-                "ChatModel(..., profile={'max_input_tokens': ...})), or give max_tokens in tokens"
-            )
-            raise ValueError(msg)
-        tokens: Any = int(limit * fraction)
-    elif isinstance(max_tokens, tuple) and len(max_tokens) == 2 and max_tokens[0] == "tokens":
-        tokens = max_tokens[1]
-    else:
-        tokens = max_tokens
-    if isinstance(tokens, bool) or not isinstance(tokens, int):
-        msg = f"max_tokens must be an int, ('tokens', n) or ('fraction', f), got {max_tokens!r}"
-        raise TypeError(msg)
-    if tokens < MIN_MAX_TOKENS:
-        msg = f"max_tokens must be >= {MIN_MAX_TOKENS} tokens (room for a page and its notice), "
-        msg += f"got {tokens:,}"
-        raise ValueError(msg)
-    return tokens
+    profile = getattr(model, "profile", None) or {}
+    limit = profile.get("max_input_tokens") if isinstance(profile, dict) else None
+    missing = (
+        "max_tokens=('fraction', ...) needs the model's max_input_tokens: pass "
+        "model=<the agent's chat model> (its profile must state max_input_tokens, e.g. "
+        "ChatModel(..., profile={'max_input_tokens': ...})), or give max_tokens in tokens"
+    )
+    window = limit if model is not None and isinstance(limit, int) else None
+    return budget_tokens(max_tokens, window, missing)
 
 
 def _text(content: Any) -> str | None:
@@ -176,10 +155,6 @@ def _text(content: Any) -> str | None:
         else:
             return None  # images, files: left as they are
     return "\n\n".join(texts)
-
-
-def _lines(text: str) -> int:
-    return text.count("\n") + (0 if text.endswith("\n") else 1)
 
 
 class ToolResultBudgetMiddleware(AgentMiddleware[ToolResultBudgetState[Any], Any, Any]):
@@ -274,13 +249,7 @@ class ToolResultBudgetMiddleware(AgentMiddleware[ToolResultBudgetState[Any], Any
         self.tools = [
             StructuredTool.from_function(
                 name=continuation_tool,
-                description=(
-                    "Read the next page of a tool result that was cut to fit the context. "
-                    "Pass the handle its notice gives; each call returns the next page, until "
-                    "the last. Text pages are the next lines; JSON pages are objects naming the "
-                    "`path` they continue, the `start` index and the next `items`, `text` or "
-                    "`entries`. Read one page of a handle at a time."
-                ),
+                description=CONTINUATION_DESCRIPTION,
                 func=self._read_more,
                 coroutine=self._aread_more,
                 args_schema=_ReadMoreInput,
@@ -329,53 +298,22 @@ class ToolResultBudgetMiddleware(AgentMiddleware[ToolResultBudgetState[Any], Any
     # -- cutting -------------------------------------------------------------------------
 
     def _size(self, text: str) -> int:
-        """Tokens in `text`, or more than the budget when over (no token is longer than 64
-        characters, so a long text need not be counted to know)."""
-        if len(text) > (self.max_tokens + 1) * 64:
-            return self.max_tokens + 1
-        return count_up_to(self.counter, text, self.max_tokens)
+        return read_size(text, self.max_tokens, self.counter)
 
-    def _first_notice(self, text: str, body: str, remainder: Remainder, handle: str) -> str:
-        budget = f"{self.max_tokens:,} tokens"
-        if remainder.segments and remainder.segments[0].path is None:
-            what = (
-                f"showing lines 1-{_lines(body):,} of {_lines(text):,} "
-                f"({len(body):,} of {len(text):,} characters)"
-            )
-        else:
-            shown = "; ".join(
-                f"{path_label(s.path or ())} kept {s.start:,} of {s.total:,} {UNIT_NAMES[s.kind]}"
-                for s in remainder.segments[:3]
-            )
-            more = len(remainder.segments) - 3
-            what = f"the JSON is valid but shortened: {shown}" + (
-                f"; and {more} more cuts" if more > 0 else ""
-            )
-        call = f'{self.continuation_tool}(handle="{handle}")'
-        return f"[ragbudget: result cut to fit {budget}; {what}. Call {call} for the next page.]"
+    def _call(self, handle: str) -> str:
+        return f'{self.continuation_tool}(handle="{handle}")'
 
     def _cut(self, text: str, tool: str) -> tuple[str, Remainder, str, int] | None:
         """The first page with its notice, the remainder, its handle and the tokens used."""
         handle = PageCache.new_handle()
-        value = parse_json(text)
-        reserve = 96
-        for attempt in range(RETRIES):
-            body, remainder = first_page(
-                text,
-                max(1, self.max_tokens - reserve),
-                self.counter,
-                value=value,
-                walls=Walls(self.max_tokens),
-                tool=tool,
-            )
-            notice = self._first_notice(text, body, remainder, handle)
-            content = f"{body}\n\n{notice}"
-            used = self._size(content)
-            if used <= self.max_tokens:
-                return content, remainder, handle, used
-            notice_units = self._size(notice)
-            reserve = max(reserve + used - self.max_tokens, notice_units + 8 * (attempt + 1))
-        return None  # pragma: no cover - only a counter far from additive gets here
+        cut = first_page_with_notice(
+            text, self.max_tokens, self.counter, self._call(handle), value=parse_json(text),
+            tool=tool,
+        )  # fmt: skip
+        if cut is None:  # pragma: no cover - only a counter far from additive gets here
+            return None
+        content, remainder, used = cut
+        return content, remainder, handle, used
 
     def _budgeted(
         self, request: ToolCallRequest, result: ToolMessage | Command[Any]
@@ -464,17 +402,6 @@ class ToolResultBudgetMiddleware(AgentMiddleware[ToolResultBudgetState[Any], Any
 
     # -- the continuation tool -------------------------------------------------------------
 
-    def _page_notice(self, handle: str, tool: str, page: Page) -> str:
-        segment = page.segment
-        where = "" if segment.path is None else f" of {path_label(segment.path)}"
-        shown = f"{UNIT_NAMES[segment.kind]} {page.first:,}-{page.last - 1:,} of "
-        shown += f"{segment.total:,}{where}"
-        if page.next_offset is None:
-            follow = "This is the last page."
-        else:
-            follow = f'Next page: {self.continuation_tool}(handle="{handle}").'
-        return f"[ragbudget: {tool} result, {shown}. {follow}]"
-
     def _read_more(self, handle: str, runtime: ToolRuntime) -> Command[Any] | ToolMessage:
         state = runtime.state if isinstance(runtime.state, dict) else {}
         entry = (state.get("ragbudget_results") or {}).get(handle)
@@ -489,22 +416,17 @@ class ToolResultBudgetMiddleware(AgentMiddleware[ToolResultBudgetState[Any], Any
             return ToolMessage(
                 content, tool_call_id=call_id, name=self.continuation_tool, status="error"
             )
-        reserve = 60
-        for attempt in range(RETRIES):
+        found = next_page_with_notice(
             # Rebuilt each attempt: a page that meets an oversized item adds segments.
-            remainder = Remainder.from_dict({**entry, "segments": cursor["segments"]})
-            page = remainder.page(cursor["offset"], max(1, self.max_tokens - reserve), self.counter)
-            notice = self._page_notice(handle, entry["tool"], page)
-            content = f"{page.body}\n\n{notice}"
-            used = self._size(content)
-            if used <= self.max_tokens:
-                break
-            reserve = max(reserve + used - self.max_tokens, self._size(notice) + 8 * (attempt + 1))
-        else:  # pragma: no cover - only a counter far from additive gets here
+            lambda: Remainder.from_dict({**entry, "segments": cursor["segments"]}),
+            cursor["offset"], self.max_tokens, self.counter, self._call(handle),
+        )  # fmt: skip
+        if found is None:  # pragma: no cover - only a counter far from additive gets here
             content = f"[ragbudget: no page of this result fits {self.max_tokens:,} tokens]"
             return ToolMessage(
                 content, tool_call_id=call_id, name=self.continuation_tool, status="error"
             )
+        content, page, remainder = found
         update: dict[str, Any]
         if page.next_offset is None:  # read to the end: the state lets the result go
             update = {"ragbudget_results": {handle: None}, "ragbudget_cursors": {handle: None}}

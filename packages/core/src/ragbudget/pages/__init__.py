@@ -6,7 +6,9 @@ cut after a line; a JSON list or object is shortened by trailing items, characte
 last resort, keys at any depth, so every page parses and keeps its shape. What the first page
 left out is a `Remainder`: its pages, each within the budget, join back to the exact result
 (`join_pages`); `to_dict` / `from_dict` keep it as plain JSON values, and `PageCache` keeps
-remainders in memory, bounded in entries, characters, bytes and time.
+remainders in memory, bounded in entries, characters, bytes and time. `first_page_with_notice`
+and `next_page_with_notice` (`ragbudget.pages.reading`) give the pages an agent reads, each with
+the notice that names the call reading on, in the words both agent integrations use.
 
     from ragbudget import get_counter
     from ragbudget.pages import first_page, join_pages, parse_json
@@ -20,6 +22,15 @@ from __future__ import annotations
 
 from ragbudget.pages.cache import PageCache
 from ragbudget.pages.json_trim import Cut, dumps, parse_json, trim
+from ragbudget.pages.reading import (
+    BudgetSize,
+    budget_tokens,
+    first_notice,
+    first_page_with_notice,
+    next_page_with_notice,
+    page_notice,
+    read_size,
+)
 from ragbudget.pages.remainder import (
     UNIT_NAMES,
     Page,
@@ -31,14 +42,21 @@ from ragbudget.pages.remainder import (
 
 __all__ = [
     "UNIT_NAMES",
+    "BudgetSize",
     "Cut",
     "Page",
     "PageCache",
     "Remainder",
     "Segment",
+    "budget_tokens",
     "dumps",
+    "first_notice",
     "first_page",
+    "first_page_with_notice",
     "join_pages",
+    "next_page_with_notice",
+    "page_notice",
     "parse_json",
+    "read_size",
     "trim",
 ]

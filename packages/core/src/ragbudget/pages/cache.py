@@ -162,6 +162,12 @@ class PageCache(Generic[T]):
             self._entries.move_to_end(handle)
             return entry.value
 
+    def discard(self, handle: str) -> None:
+        """Let the result under `handle` go (a walk read to the end); nothing if unknown."""
+        with self._lock:
+            if handle in self._entries:
+                self._drop(handle)
+
     def _drop(self, handle: str) -> None:
         entry = self._entries.pop(handle)
         self._chars -= entry.size
