@@ -293,3 +293,37 @@ async def test_a_wrapped_tool_that_takes_the_context_still_gets_it() -> None:
                           llm=MockFunctionCallingLLM(response_generator=walker))  # fmt: skip
     ctx = await _run(agent)
     assert await ctx.store.get("seen") is True and walker.tool_messages() == ["ok"]
+
+
+def test_a_cut_dispatches_a_tool_budget_event() -> None:
+    # As the postprocessor's TokenBudgetEvent: LlamaIndex's instrumentation sees each cut.
+    from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
+    from llama_index.core.instrumentation.event_handlers import BaseEventHandler
+    from llama_index.core.instrumentation.events import BaseEvent
+    from llama_index.tools.ragbudget import ToolBudgetEvent
+
+    seen: list[ToolBudgetEvent] = []
+
+    class Collect(BaseEventHandler):
+        @classmethod
+        def class_name(cls) -> str:
+            return "Collect"
+
+        def handle(self, event: BaseEvent, **kwargs: Any) -> None:
+            if isinstance(event, ToolBudgetEvent):
+                seen.append(event)
+
+    dispatcher = get_dispatcher("llama_index.tools.ragbudget.base")
+    handler = Collect()
+    dispatcher.add_event_handler(handler)
+    try:
+        tools = budget_tools([server_log], max_tokens=BUDGET)
+        output = tools[0].call()
+        small = budget_tools([lambda: "short"], max_tokens=BUDGET)[0].call()
+    finally:
+        dispatcher.event_handlers = [h for h in dispatcher.event_handlers if h is not handler]
+    (event,) = seen
+    assert event.tool_name == "server_log" and event.handle in output.content
+    assert event.info.truncated and event.info.cut_ids == ["server_log"]
+    assert 0 < event.info.used_tokens <= BUDGET
+    assert small.content == "short"

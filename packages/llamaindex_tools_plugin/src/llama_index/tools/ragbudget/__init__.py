@@ -19,6 +19,7 @@ from llama_index.tools.ragbudget.base import (
     BudgetedTool,
     ContinuationTool,
     ToolBudget,
+    ToolBudgetEvent,
     budget_tools,
 )
 
@@ -29,6 +30,7 @@ __all__ = [
     "BudgetedTool",
     "ContinuationTool",
     "ToolBudget",
+    "ToolBudgetEvent",
     "budget_tools",
 ]
 __version__ = "0.1.0"

@@ -20,13 +20,15 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from llama_index.core.base.llms.types import TextBlock
+from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
+from llama_index.core.instrumentation.events import BaseEvent
 from llama_index.core.llms import LLM
 from llama_index.core.tools import BaseTool, FunctionTool, ToolMetadata, ToolOutput
 from llama_index.core.tools.types import AsyncBaseTool
 from llama_index.core.workflow import Context
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragbudget import TokenCounter, get_counter
+from ragbudget import TokenCounter, TruncationInfo, get_counter
 from ragbudget.exact import default_spec
 from ragbudget.pages import (
     BudgetSize,
@@ -48,10 +50,31 @@ __all__ = [
     "BudgetedTool",
     "ContinuationTool",
     "ToolBudget",
+    "ToolBudgetEvent",
     "budget_tools",
 ]
 
 logger = logging.getLogger(__name__)
+dispatcher = get_dispatcher(__name__)
+
+
+class ToolBudgetEvent(BaseEvent):
+    """A tool output cut to fit the budget, as LlamaIndex's instrumentation reports it.
+
+    Dispatched through `get_dispatcher("llama_index.tools.ragbudget.base")`, which propagates
+    to the root dispatcher (`get_dispatcher().add_event_handler(handler)` sees it), as the
+    postprocessor's `TokenBudgetEvent` is: `info` is the same `ragbudget.TruncationInfo`."""
+
+    info: TruncationInfo = Field(
+        description="The cut: the tool's name in cut_ids, the tokens kept."
+    )
+    tool_name: str = Field(description="The tool whose output was cut.")
+    handle: str = Field(description="What `read_more(handle=...)` continues with.")
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "ToolBudgetEvent"
+
 
 DEFAULT_CONTINUATION_TOOL = "read_more"
 """The continuation tool's name unless `continuation_tool=` gives another."""
@@ -387,6 +410,11 @@ class ToolBudget:
             "nbytes": remainder.held_bytes(),
         }
         logger.debug("%s: output cut to %s tokens, handle %s", output.tool_name, used, handle)
+        info = TruncationInfo.of(
+            original_count=1, returned_count=1, dropped_ids=[], cut_ids=[output.tool_name],
+            used_tokens=used, max_tokens=self.max_tokens, counter=self.counter,
+        )  # fmt: skip
+        dispatcher.event(ToolBudgetEvent(info=info, tool_name=output.tool_name, handle=handle))
         # A copy: the tool's own output (its raw_output, raw_input, is_error) is left as it is.
         return output.model_copy(update={"blocks": [TextBlock(text=page)]}), handle, held
 
