@@ -75,7 +75,7 @@ PINNED = {
     "llama_index.postprocessor.ragbudget": ["TokenBudgetEvent", "TokenBudgetPostprocessor"],
     "llama_index.tools.ragbudget": [
         "BudgetedTool", "CONTEXT_PARAM", "ContinuationTool", "DEFAULT_CONTINUATION_TOOL",
-        "MIN_MAX_TOKENS", "ToolBudget", "budget_tools",
+        "MIN_MAX_TOKENS", "ToolBudget", "ToolBudgetEvent", "budget_tools",
     ],
 }  # fmt: skip
 
