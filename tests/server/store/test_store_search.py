@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ragbudget import TokenCounter, get_counter
 from ragbudget_server.store import DocumentStore, SearchResponse, StoreError
+from ragbudget_server.store.errors import BudgetTooSmall
 from ragbudget_server.store.search import Hit, budget_response
 
 MakeStore = Callable[..., DocumentStore]
@@ -207,6 +208,9 @@ def test_tiny_budget_is_an_error_that_names_the_minimum(stdlib_store: DocumentSt
     minimum = int(str(info.value).rsplit(">= ", 1)[1])
     page = stdlib_store.read("json/decoder.py", max_tokens=minimum)
     assert stdlib_store.counter.count(page.to_text()) <= minimum
+    # The error carries its numbers: no caller parses them back from the text.
+    assert isinstance(info.value, BudgetTooSmall)
+    assert (info.value.asked, info.value.needed) == (5, minimum)
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ragbudget.errors import RagbudgetError
 
-__all__ = ["StoreError", "chroma_error", "is_damaged"]
+__all__ = ["BudgetTooSmall", "StoreError", "chroma_error", "is_damaged"]
 
 _DAMAGED = (
     "file is not a database",
@@ -22,6 +22,23 @@ class StoreError(RagbudgetError, ValueError):
     The message names the argument at fault and what to do about it, and is meant to be shown
     as is (the CLI prints it; the MCP server returns it as a tool error).
     """
+
+
+class BudgetTooSmall(StoreError):
+    """A budget below the smallest answer: `asked`, what it cannot hold, and the least budget
+    that holds it (`needed`), as numbers (a caller that fitted the page to less than the ask
+    restates them for the ask with `for_ask`, no text parsed)."""
+
+    def __init__(self, asked: int, what: str, needed: int) -> None:
+        self.asked, self.what, self.needed = asked, what, needed
+        super().__init__(
+            f"max_tokens={asked} cannot hold even {what}, which needs {needed} "
+            f"{'token' if needed == 1 else 'tokens'}; use max_tokens >= {needed}"
+        )
+
+    def for_ask(self, asked: int, held_back: int) -> BudgetTooSmall:
+        """The same error for a budget `asked` of which `held_back` was kept for other text."""
+        return BudgetTooSmall(asked, self.what, self.needed + held_back)
 
 
 def is_damaged(exc: BaseException) -> bool:

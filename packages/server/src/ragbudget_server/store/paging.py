@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -27,7 +26,7 @@ from typing import Any
 from ragbudget.counters import TokenCounter
 
 from ragbudget_server.store import cursor as cursors
-from ragbudget_server.store.errors import StoreError
+from ragbudget_server.store.errors import BudgetTooSmall, StoreError
 from ragbudget_server.store.hybrid import (
     LEXICAL_POOL,
     POOL,
@@ -346,8 +345,7 @@ def _respond(hits: list[Hit], query: str, offset: int, total: int, budget: int,
              counter: TokenCounter, rendering: Rendering, concise: bool, evidence: bool,
              max_per_source: int | None) -> SearchResponse:  # fmt: skip
     if budget < 1:
-        msg = f"max_tokens={budget} cannot hold even an empty response here; use max_tokens >= 1"
-        raise StoreError(msg)
+        raise BudgetTooSmall(budget, "an empty response here", 1)
     return respond(
         hits, query=query, offset=offset, total_count=total, max_tokens=budget, counter=counter,
         concise=concise, rendering=rendering, evidence=evidence, max_per_source=max_per_source,
@@ -417,8 +415,6 @@ def _extra_guess(response: SearchResponse, counter: TokenCounter) -> int:
 
 def _least(exc: StoreError, asked: int, reserve: int) -> StoreError:
     """`exc` (a budget too small) with its figures for the budget asked, not the one given."""
-    if not reserve:
+    if not reserve or not isinstance(exc, BudgetTooSmall):
         return exc
-    text = re.sub(r"max_tokens=\d+", f"max_tokens={asked}", str(exc))
-    text = re.sub(r"(>= |needs )(\d+)", lambda m: f"{m[1]}{int(m[2]) + reserve}", text)
-    return StoreError(text)
+    return exc.for_ask(asked, reserve)

@@ -9,7 +9,7 @@ from ragbudget.counters import TokenCounter
 from ragbudget.fitting import cut_text, largest_prefix, least_budget
 from ragbudget.truncate import split_lines
 
-from ragbudget_server.store.errors import StoreError
+from ragbudget_server.store.errors import BudgetTooSmall, StoreError
 from ragbudget_server.store.models import ReadResponse
 from ragbudget_server.store.search import TEXT, Rendering, measure
 
@@ -115,11 +115,7 @@ def budget_read(
     floor = counter.count(shell.to_text())
     if floor > max_tokens:
         floor = least_budget(floor, lambda m: counter.count(page(0, m).to_text()))
-        msg = (
-            f"max_tokens={max_tokens} cannot hold even an empty read of {source}, which needs "
-            f"{floor} tokens; use max_tokens >= {floor}"
-        )
-        raise StoreError(msg)
+        raise BudgetTooSmall(max_tokens, f"an empty read of {source}", floor)
     if k_max == 0:
         return measure(shell, counter)
     if char_offset == 0:

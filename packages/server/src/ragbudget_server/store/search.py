@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from ragbudget.counters import LazyCounts, TokenCounter
 from ragbudget.fitting import Fitted, cut_text, largest_prefix, least_budget, stated_count
 
-from ragbudget_server.store.errors import StoreError
+from ragbudget_server.store.errors import BudgetTooSmall, StoreError
 from ragbudget_server.store.hashing import features
 from ragbudget_server.store.models import (
     Format,
@@ -385,11 +385,7 @@ def budget_response(
         empty = page.assemble(0)
         if page.size(empty) > max_tokens:
             needed = least_budget(page.size(empty), lambda m: _size_at(page, m, 0))
-            msg = (
-                f"max_tokens={max_tokens} cannot hold even an empty response here, which needs "
-                f"{needed} tokens; use max_tokens >= {needed}"
-            )
-            raise StoreError(msg)
+            raise BudgetTooSmall(max_tokens, "an empty response here", needed)
         return measure(empty, counter)
     # A guess from stored counts: each text (as escaped in JSON, for JSON) plus its header or
     # fields, over the envelope of a response without results. The budget primitive then
@@ -461,9 +457,5 @@ def _cut_first(page: RankedPage, first: SearchResult) -> SearchResponse:
         empty = cut_at("")
         needed = page.size(page.assemble(1, cut=empty))
         least = least_budget(needed, lambda m: _size_at(page, m, 1, cut=empty))
-        msg = (
-            f"max_tokens={page.max_tokens} cannot hold even the top result cut to nothing, "
-            f"which needs {least} tokens; use max_tokens >= {least}"
-        )
-        raise StoreError(msg)
+        raise BudgetTooSmall(page.max_tokens, "the top result cut to nothing", least)
     return measure(page.assemble(1, cut=cut_at(first.text[: fitted.size])), page.counter, fitted)
