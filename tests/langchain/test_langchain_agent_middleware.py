@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 import string
 from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from agent_data import BUDGET, LOG, NEXT, REAL, ROWS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain.agents import create_agent
@@ -30,21 +30,7 @@ from langchain_ragbudget.agents import ToolResultBudgetMiddleware, merge_handles
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
-from ragbudget import get_counter
 from ragbudget.pages import join_pages
-
-BUDGET = 8_000
-REAL = (get_counter("tiktoken:o200k_base"), get_counter("tiktoken:cl100k_base"))
-NEXT = re.compile(r'read_more\(handle="([^"]+)"\)')
-
-LOG = "".join(
-    f"2024-01-01T00:00:{i % 60:02d} INFO worker-{i % 7} handled request {i} in {i % 97} ms\n"
-    for i in range(12_000)
-)  # 768 KB of log lines
-ROWS = [
-    {"id": i, "user": f"user{i}", "email": f"user{i}@example.com", "score": i % 101}
-    for i in range(5_000)
-]
 
 
 @tool

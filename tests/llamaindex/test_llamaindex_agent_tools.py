@@ -11,18 +11,17 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from agent_data import BUDGET, LOG, NEXT, REAL, ROWS
 from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
 from llama_index.core.llms.mock import MockFunctionCallingLLM
 from llama_index.core.tools import BaseTool, FunctionTool, ToolMetadata, ToolOutput
 from llama_index.core.workflow import Context
 from llama_index.tools.ragbudget import ToolBudget, budget_tools
-from ragbudget import get_counter
 from ragbudget.pages import join_pages
 
 # The workflows package lists a FunctionAgent's methods with inspect.getmembers, which reads
@@ -31,18 +30,6 @@ pytestmark = pytest.mark.filterwarnings(
     "ignore:Accessing the 'model_:pydantic.warnings.PydanticDeprecatedSince211"
 )
 
-BUDGET = 8_000
-REAL = (get_counter("tiktoken:o200k_base"), get_counter("tiktoken:cl100k_base"))
-NEXT = re.compile(r'read_more\(handle="([^"]+)"\)')
-
-LOG = "".join(
-    f"2024-01-01T00:00:{i % 60:02d} INFO worker-{i % 7} handled request {i} in {i % 97} ms\n"
-    for i in range(12_000)
-)  # 768 KB of log lines
-ROWS = [
-    {"id": i, "user": f"user{i}", "email": f"user{i}@example.com", "score": i % 101}
-    for i in range(5_000)
-]
 ROWS_BEFORE = copy.deepcopy(ROWS)
 
 
