@@ -378,23 +378,8 @@ def profile_from(row: dict[str, Any]) -> ClientProfile:
         if row[field] is not None and row[field] < 1:
             msg = f"{where}: {field} must be at least 1, got {row[field]!r}"
             raise ValueError(msg)
-    return ClientProfile(
-        name=row["name"],
-        title=row["title"],
-        clients=tuple(row["clients"]),
-        tokens=row["tokens"],
-        chars=row["chars"],
-        bytes=row["bytes"],
-        source=row["source"],
-        claude_tokens=row["claude_tokens"],
-        sends=row["sends"],
-        tokenizer=row["tokenizer"],
-        forwards=row["forwards"],
-        cuts=row["cuts"],
-        cut=row["cut"],
-        links=tuple(row["links"]),
-        checked=row["checked"],
-    )
+    # The row's fields are the profile's (`_FIELDS`, checked above); lists become tuples.
+    return ClientProfile(**{**row, "clients": tuple(row["clients"]), "links": tuple(row["links"])})
 
 
 def _load() -> tuple[tuple[ClientProfile, ...], ClientProfile]:
