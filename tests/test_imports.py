@@ -120,6 +120,18 @@ def _python(code: str) -> subprocess.CompletedProcess[str]:
 HEAVY = ("chromadb", "fastmcp", "typer", "tiktoken", "tokenizers", "semantic_text_splitter")
 
 
+def _blocking(*packages: str) -> str:
+    """The start of a `_python` program in which importing any of `packages` fails."""
+    return (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        f"        if name.split('.')[0] in {packages!r}:\n"
+        "            raise ImportError(f'No module named {name!r}')\n"
+        "sys.meta_path.insert(0, Block())\n"
+    )
+
+
 @pytest.mark.process
 def test_the_core_and_fit_load_nothing_heavy() -> None:
     """`import ragbudget` and a `fit()` with the default counter load none of the application's
@@ -138,13 +150,7 @@ def test_the_core_and_fit_load_nothing_heavy() -> None:
 def test_the_middleware_without_fastmcp_names_its_install_line() -> None:
     """Without fastmcp, `import ragbudget.middleware` is one ImportError naming the extra."""
     done = _python(
-        "import sys\n"
-        "class Block:\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name.split('.')[0] == 'fastmcp':\n"
-        "            raise ImportError(f'No module named {name!r}')\n"
-        "sys.meta_path.insert(0, Block())\n"
-        "import ragbudget\n"
+        _blocking("fastmcp") + "import ragbudget\n"
         "try:\n"
         "    import ragbudget.middleware\n"
         "except ImportError as e:\n"
@@ -159,13 +165,7 @@ def test_the_pages_import_without_fastmcp() -> None:
     """`ragbudget.pages` (the cutting and paging both middlewares use) needs no fastmcp: it
     imports and cuts with fastmcp blocked, and loads nothing heavy."""
     done = _python(
-        "import sys\n"
-        "class Block:\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name.split('.')[0] in ('fastmcp', 'mcp', 'mcp_types'):\n"
-        "            raise ImportError(f'No module named {name!r}')\n"
-        "sys.meta_path.insert(0, Block())\n"
-        "from ragbudget import get_counter\n"
+        _blocking("fastmcp", "mcp", "mcp_types") + "from ragbudget import get_counter\n"
         "from ragbudget.pages import first_page\n"
         "shown, rest = first_page('line\\n' * 5000, 50, get_counter())\n"
         "assert rest.left > 0\n"
