@@ -13,12 +13,19 @@ import sys
 
 import fastmcp
 
-__all__ = ["LOG_LEVELS", "MAX_LOG_CHARS", "BoundedFormatter", "configure_logging"]
+__all__ = ["LOG_LEVELS", "MAX_LOG_CHARS", "BoundedFormatter", "clipped", "configure_logging"]
 
 LOG_LEVELS = frozenset({"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"})
 """The `--log-level` values the commands take (upper case)."""
 MAX_LOG_CHARS = 4000
 """Most characters of one log line: a wrapped server's error can be megabytes."""
+
+
+def clipped(text: str, limit: int) -> str:
+    """`text`, or its first `limit` characters and how many more there were."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]} ... [{len(text) - limit:,} more characters]"
 
 
 class BoundedFormatter(logging.Formatter):
@@ -30,10 +37,7 @@ class BoundedFormatter(logging.Formatter):
         super().__init__("%(levelname)s %(name)s: %(message)s")
 
     def format(self, record: logging.LogRecord) -> str:
-        line = super().format(record)
-        if len(line) <= MAX_LOG_CHARS:
-            return line
-        return f"{line[:MAX_LOG_CHARS]} ... [{len(line) - MAX_LOG_CHARS:,} more characters]"
+        return clipped(super().format(record), MAX_LOG_CHARS)
 
 
 def configure_logging(level: str) -> None:
@@ -51,8 +55,7 @@ def configure_logging(level: str) -> None:
     # setting is what keeps them plain (a StreamHandler), and the records go to our bounded
     # handler until then.
     fastmcp.settings.enable_rich_logging = False
-    fastmcp_logger = logging.getLogger("fastmcp")
-    fastmcp_logger.handlers[:] = [handler]
+    logging.getLogger("fastmcp").handlers[:] = [handler]
     # fastmcp echoes every log message sent to a client on this logger and lowers the record
     # to DEBUG only after the level check, so it would print DEBUG blocks at any level. The
     # server logs those messages itself (ragbudget_server.mcp.tools, INFO): below DEBUG, mute

@@ -32,6 +32,7 @@ from ragbudget.middleware.client_walls import client_name
 
 from ragbudget_server.guard.backend import Backend
 from ragbudget_server.guard.upstream import ListChanges, StdoutWatch, Upstream
+from ragbudget_server.logs import clipped
 
 __all__ = ["BackendErrors", "PagingNote", "StdoutWatch", "build_guard"]
 
@@ -102,9 +103,7 @@ class BackendErrors(Middleware):
         while detail.startswith(CONNECT_FAILED):
             detail = detail.removeprefix(CONNECT_FAILED)
         detail = self.redact(detail)  # before the cut, so no part of a secret is left
-        if len(detail) > ERROR_DETAIL_CHARS:  # an error of megabytes: its start says enough
-            left = len(detail) - ERROR_DETAIL_CHARS
-            detail = f"{detail[:ERROR_DETAIL_CHARS]} ... [{left:,} more characters]"
+        detail = clipped(detail, ERROR_DETAIL_CHARS)  # megabytes of error: its start says enough
         if self.timed_out(exc):
             what = f"did not answer within {self.timeout:g} s (it may hang); the call was dropped"
             if self.on_timeout is not None:
