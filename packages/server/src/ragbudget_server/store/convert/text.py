@@ -40,7 +40,7 @@ def _bom(data: bytes) -> str | None:
 def _utf16_without_bom(data: bytes) -> str | None:
     """`utf-16-le` or `utf-16-be` for text written so with no byte-order mark (Windows tools
     do): most of the first 8 KB's code units have a NUL high byte on one side and none on the
-    other, and the whole decodes to printable text. None otherwise (a binary file's NULs
+    other, and its first MiB decodes to printable text. None otherwise (a binary file's NULs
     fall anywhere, or decode to control characters)."""
     sample = data[: _SNIFF_BYTES & ~1]
     pairs = len(sample) // 2
