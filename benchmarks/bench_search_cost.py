@@ -18,13 +18,20 @@ minutes (7 on two loaded cores):
 `--keep DIR` builds each store once in DIR and reuses it. `--dump FILE` writes what every
 search returned (ids, texts' hashes, tokens, notices) as JSON, to compare two versions.
 
+`--stages`: the default search's own stages timed beside the raw query, each as a multiple of
+it (mean ms over the queries and rounds over the raw query's median): the ranking (Chroma's
+`POOL` nearest ids for the hybrid fusion, the lexical index, the fused records), the records'
+fetch, the duplicate finding and the evidence selection's tries; what is left is rendering,
+measuring, the cursor's snapshot and the models. It shows the floor under the goal: the first
+three need no budget work at all.
+
 `--work`: instead of timing, the work each default search gives the tokenizer (bpe-openai's
 calls and the characters in them, a call that stops at a limit taken as 8 characters a token
 of it, medians over the queries) and the selections a page ran: figures the machine's load does
 not change, to compare two versions of the code.
 
 Run: make bench (or uv run --all-packages python benchmarks/bench_search_cost.py
-[--quick] [--keep DIR] [--counter SPEC ...] [--dump FILE] [--work])
+[--quick] [--keep DIR] [--counter SPEC ...] [--dump FILE] [--work] [--stages])
 """
 
 from __future__ import annotations
@@ -124,6 +131,66 @@ def _measure(
     return statistics.median(raw_t) * 1e3, statistics.median(search_t) * 1e3
 
 
+def _stages(store: DocumentStore, rounds: int) -> None:
+    """Print each stage of the default search as a multiple of the raw query (`--stages`)."""
+    from ragbudget_server.store import paging, selection
+
+    spent: dict[str, float] = {}
+    stages = (
+        (paging, "ranking_for", "rank"),
+        (paging, "fetch_ranked", "fetch"),
+        (selection, "_distinct", "dedupe"),
+        (selection, "select", "select"),
+    )
+    originals = [getattr(owner, name) for owner, name, _ in stages]
+
+    def timed(f: Any, label: str) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return f(*args, **kwargs)
+            finally:
+                spent[label] = spent.get(label, 0.0) + time.perf_counter() - t0
+
+        return call
+
+    for (owner, name, label), f in zip(stages, originals, strict=True):
+        setattr(owner, name, timed(f, label))
+    labels = [label for _, _, label in stages]
+    print(f"{'limit':>5} {'budget':>6} {'raw ms':>7} {'search':>7} "
+          + " ".join(f"{x:>7}" for x in [*labels, "rest"]) + "  (x the raw query)")  # fmt: skip
+    try:
+        for budget in BUDGETS:
+            for limit in LIMITS:
+                spent.clear()
+                raw_t: list[float] = []
+                search_t: list[float] = []
+                for r in range(rounds):
+                    for i, q in enumerate(QUERIES):
+                        _forget_rankings(store)
+                        for turn in ((i + r) % 2, 1 - (i + r) % 2):
+                            t0 = time.perf_counter()
+                            if turn == 0:
+                                vector = [
+                                    float(x) for x in store._backend.embed([q], query=True)[0]
+                                ]
+                                store.collection.query(query_embeddings=[vector], n_results=limit)
+                                raw_t.append(time.perf_counter() - t0)
+                            else:
+                                store.search(q, limit=limit, max_tokens=budget)
+                                search_t.append(time.perf_counter() - t0)
+                raw = statistics.median(raw_t)
+                n = len(search_t)
+                parts = [spent.get(label, 0.0) / n / raw for label in labels]
+                rest = statistics.mean(search_t) / raw - sum(parts)
+                print(f"{limit:>5} {budget:>6} {raw * 1e3:>7.1f} "
+                      f"{statistics.median(search_t) / raw:>6.2f}x "
+                      + " ".join(f"{x:>6.2f}x" for x in [*parts, rest]), flush=True)  # fmt: skip
+    finally:
+        for (owner, name, _), f in zip(stages, originals, strict=True):
+            setattr(owner, name, f)
+
+
 def _work(store: DocumentStore) -> None:
     """Print what each default search (evidence, the store's counter) gives the tokenizer."""
     from ragbudget import bpe
@@ -153,20 +220,28 @@ def _work(store: DocumentStore) -> None:
     )
     for owner, name, value in patched:
         setattr(owner, name, value)
-    print(f"{'limit':>5} {'budget':>6} {'calls':>6} {'K chars':>8} {'selects':>7}  (a search)")
+    passes = len(getattr(store.counter, "counters", (store.counter,)))  # exact: two encodings
+    print(f"{'limit':>5} {'budget':>6} {'calls':>6} {'K chars':>8} {'K shown':>7} {'ratio':>6} "
+          f"{'selects':>7}  (a search; ratio: characters counted per character shown, "
+          f"per encoding ({passes}))")  # fmt: skip
     try:
         for budget in BUDGETS:
             for limit in LIMITS:
                 seen: dict[str, list[int]] = {k: [] for k in tally}
+                shown: list[int] = []
+                ratios: list[float] = []
                 for q in QUERIES:
                     _forget_rankings(store)
                     tally.update(dict.fromkeys(tally, 0))
-                    store.search(q, limit=limit, max_tokens=budget)
+                    answer = store.search(q, limit=limit, max_tokens=budget).to_text()
                     for k, v in tally.items():
                         seen[k].append(v)
+                    shown.append(len(answer))
+                    ratios.append(tally["chars"] / passes / max(len(answer), 1))
                 calls, chars, selects = (statistics.median(seen[k]) for k in tally)
-                print(f"{limit:>5} {budget:>6} {calls:>6.0f} {chars / 1e3:>8.0f} {selects:>7.1f}",
-                      flush=True)  # fmt: skip
+                print(f"{limit:>5} {budget:>6} {calls:>6.0f} {chars / 1e3:>8.0f} "
+                      f"{statistics.median(shown) / 1e3:>7.1f} {statistics.median(ratios):>5.1f}x "
+                      f"{selects:>7.1f}", flush=True)  # fmt: skip
     finally:
         for (owner, name, _), value in zip(patched, (count, up_to, select), strict=True):
             setattr(owner, name, value)
@@ -182,6 +257,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--dump", type=Path, help="write what every search returned here")
     parser.add_argument("--work", action="store_true", help="count the tokenizer's work, not time")
+    parser.add_argument("--stages", action="store_true", help="time the search's stages")
     args, _ = parser.parse_known_args()
     offline_tiktoken()
     logging.getLogger("ragbudget").setLevel(logging.ERROR)
@@ -196,6 +272,15 @@ def main() -> None:
         for size in sizes:
             store = _store(size, where)
             chunks = store.collection.count()
+            if args.stages:
+                for q in QUERIES:  # warm both paths
+                    store.search(q, limit=50, max_tokens=4000)
+                    store.collection.query(query_texts=[q], n_results=50)
+                print(f"\nthe default search's stages, {chunks:,} chunks ({size} store), "
+                      f"{len(QUERIES)} queries x {rounds} rounds")  # fmt: skip
+                _stages(store, rounds)
+                store.close()
+                continue
             if args.work:
                 print(f"\nthe tokenizer's work, {chunks:,} chunks ({size} store), medians of "
                       f"{len(QUERIES)} queries, counter {store.counter.name}")  # fmt: skip
