@@ -28,7 +28,7 @@ from fastmcp.server.providers.proxy import FastMCPProxy, ProxyMetadataMiddleware
 from fastmcp.tools import Tool
 from mcp.shared.exceptions import MCPError
 from ragbudget.middleware import TokenBudgetMiddleware
-from ragbudget.middleware.client_walls import client_name
+from ragbudget.middleware.clients import client_name
 
 from ragbudget_server.guard.backend import Backend
 from ragbudget_server.guard.upstream import ListChanges, StdoutWatch, Upstream
