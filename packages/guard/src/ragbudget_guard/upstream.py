@@ -26,7 +26,7 @@ from fastmcp.server.dependencies import get_context
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.server.providers.proxy import ProxyClient, ProxyProvider, StatefulProxyClient
 
-from ragbudget_server.guard.backend import Backend
+from ragbudget_guard.backend import Backend
 
 __all__ = ["AsTheClient", "ListChanges", "StdoutWatch", "Upstream"]
 

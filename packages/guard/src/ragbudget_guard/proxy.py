@@ -30,9 +30,9 @@ from mcp.shared.exceptions import MCPError
 from ragbudget.middleware import TokenBudgetMiddleware
 from ragbudget.middleware.clients import client_name
 
-from ragbudget_server.guard.backend import Backend
-from ragbudget_server.guard.upstream import ListChanges, StdoutWatch, Upstream
-from ragbudget_server.logs import clipped
+from ragbudget_guard.backend import Backend
+from ragbudget_guard.logs import clipped
+from ragbudget_guard.upstream import ListChanges, StdoutWatch, Upstream
 
 __all__ = ["BackendErrors", "PagingNote", "StdoutWatch", "build_guard"]
 
