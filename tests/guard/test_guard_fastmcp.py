@@ -39,3 +39,29 @@ def test_the_proxy_caches_the_guard_drops_are_still_there() -> None:
                 f"fastmcp's ProxyProvider no longer has {name}: ListChanges in "
                 f"ragbudget_guard/upstream.py cannot drop the cached {kind} list"
             )
+
+
+def test_the_stdio_transport_parts_the_guard_reuses_are_still_there() -> None:
+    """`Utf8StdioTransport.connect` is fastmcp's `keep_alive` connect over the same state, with
+    the SDK's reader given the guard's decoding error handler (ragbudget_guard/stdio.py)."""
+    import mcp.client.stdio
+    from fastmcp.client.transports import StdioTransport
+    from mcp import StdioServerParameters
+    from ragbudget_guard.stdio import NOT_UTF8_ERRORS, Utf8StdioTransport
+
+    transport = Utf8StdioTransport("python", ["-c", "pass"])
+    for name in ("_connect_lock", "_connect_task", "_ready_event", "_stop_event", "_session",
+                 "_session_options", "_active_sessions"):  # fmt: skip
+        assert hasattr(transport, name), f"fastmcp's StdioTransport no longer has {name}"
+    assert callable(StdioTransport._is_session_dead)
+    source = inspect.getsource(StdioTransport.disconnect)
+    assert "_stop_event" in source and "_connect_task" in source, (
+        "StdioTransport.disconnect no longer stops the connection task by its stop event: "
+        "update Utf8StdioTransport in ragbudget_guard/stdio.py"
+    )
+    assert "encoding_error_handler" in StdioServerParameters.model_fields
+    assert "errors=server.encoding_error_handler" in inspect.getsource(mcp.client.stdio), (
+        "the SDK's stdio reader no longer decodes with the parameters' error handler: "
+        "ragbudget_guard/stdio.py cannot tell bytes that are not UTF-8"
+    )
+    assert transport.parameters().encoding_error_handler == NOT_UTF8_ERRORS
