@@ -31,7 +31,7 @@ test-full: bootstrap
 lint: bootstrap
 	$(RUN) ruff format --check .
 	$(RUN) ruff check .
-	$(RUN) mypy --strict packages/core/src packages/server/src packages/langchain_plugin/src packages/llamaindex_plugin/src packages/llamaindex_tools_plugin/src
+	$(RUN) mypy --strict packages/core/src packages/guard/src packages/server/src packages/langchain_plugin/src packages/llamaindex_plugin/src packages/llamaindex_tools_plugin/src
 
 format: bootstrap
 	$(RUN) ruff format .

@@ -40,7 +40,7 @@ BOMB = STDLIB / "pydoc_data" / "topics.py"
 QUERY = "how are comparison operators chained"
 INSTALL = "pip install ragbudget-server"
 """The one command that gives the `ragbudget` command (from a checkout: `uv pip install
-./packages/core ./packages/server`)."""
+./packages/core ./packages/guard ./packages/server`)."""
 
 
 def why_cut(marker: str, budget: int) -> str:

@@ -18,6 +18,8 @@ import pytest
         "ragbudget.estimate",
         "ragbudget.middleware",
         "ragbudget.pages",
+        "ragbudget_guard",
+        "ragbudget_guard.logs",
         "ragbudget_server.store",
         "ragbudget_server.mcp",
         "langchain_ragbudget",
@@ -43,6 +45,12 @@ PINNED = {
         "count_many", "cut_text", "cut_to_tokens", "fit", "get_counter", "largest_prefix",
         "least_budget", "rank_chunks", "stated_count", "truncate_head", "truncate_tail",
         "use_bundled_tiktoken_files", "with_marker",
+    ],
+    "ragbudget_guard": [
+        "Backend", "build_guard", "http_backend", "make_budget", "register", "stdio_backend",
+    ],
+    "ragbudget_guard.logs": [
+        "BoundedFormatter", "LOG_LEVELS", "MAX_LOG_CHARS", "clipped", "configure_logging",
     ],
     "ragbudget_server.store": [
         "DEFAULT_PATH", "DocumentStore", "FileProblem", "HashingEmbedding", "IngestReport",
@@ -176,6 +184,21 @@ def test_the_pages_import_without_fastmcp() -> None:
     assert done.stdout.strip() == "[]"
 
 
+@pytest.mark.process
+def test_the_guard_loads_no_store() -> None:
+    """`ragbudget-guard` (a package of its own) builds its server with neither the document
+    store nor Chroma loaded: `pip install ragbudget-guard` does not need them."""
+    done = _python(
+        "import sys\n"
+        "from ragbudget_guard import build_guard, make_budget, stdio_backend\n"
+        "from ragbudget_guard.command import app\n"
+        "build_guard(stdio_backend(['true']), make_budget(client='codex'))\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'chromadb', 'ragbudget_server'}))"
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -198,6 +221,7 @@ def _private(name: str) -> bool:
 @pytest.mark.parametrize(
     "folder",
     [
+        "packages/guard/src",
         "packages/server/src",
         "packages/langchain_plugin/src",
         "packages/llamaindex_plugin/src",
@@ -205,7 +229,7 @@ def _private(name: str) -> bool:
     ],
 )
 def test_outside_the_core_only_public_core_names_are_imported(folder: str) -> None:
-    """The server and the plugins depend on the core's public names: no private module
+    """The guard, the server and the plugins depend on the core's public names: no private module
     (`ragbudget._x`, `ragbudget.x._y`) and no private name (`from ragbudget import _x`)."""
     sources = sorted((ROOT / folder).rglob("*.py"))
     assert sources
@@ -223,12 +247,13 @@ def test_outside_the_core_only_public_core_names_are_imported(folder: str) -> No
 
 @pytest.mark.parametrize(
     ("folder", "package"),
-    [("packages/server/src/ragbudget_server", "ragbudget_server"),
+    [("packages/guard/src/ragbudget_guard", "ragbudget_guard"),
+     ("packages/server/src/ragbudget_server", "ragbudget_server"),
      ("packages/langchain_plugin/src/langchain_ragbudget", "langchain_ragbudget"),
      ("packages/llamaindex_plugin/src/llama_index", "llama_index.postprocessor.ragbudget")],
 )  # fmt: skip
 def test_no_module_borrows_another_modules_private_name(folder: str, package: str) -> None:
-    """Within the server and the plugins, a module takes no private name (`_x`) from another:
+    """Within the guard, the server and the plugins, a module takes no private name (`_x`) from another:
     what two modules share is public in one of them (a private module, `_options`, is the
     package's own and may be imported)."""
     private: list[str] = []
@@ -264,6 +289,7 @@ def _module_graph(src: Path, package: str) -> dict[str, set[str]]:
 @pytest.mark.parametrize(
     ("folder", "package"),
     [("packages/core/src/ragbudget", "ragbudget"),
+     ("packages/guard/src/ragbudget_guard", "ragbudget_guard"),
      ("packages/server/src/ragbudget_server", "ragbudget_server")],
 )  # fmt: skip
 def test_no_import_circle_at_run_time(folder: str, package: str) -> None:

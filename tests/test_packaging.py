@@ -16,6 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = {
     "ragbudget": (ROOT / "packages/core", "ragbudget"),
+    "ragbudget-guard": (ROOT / "packages/guard", "ragbudget_guard"),
     "ragbudget-server": (ROOT / "packages/server", "ragbudget_server"),
     "langchain-ragbudget": (ROOT / "packages/langchain_plugin", "langchain_ragbudget"),
     "llama-index-postprocessor-ragbudget": (
@@ -41,7 +42,7 @@ SERVER_EXTRAS = {
 }
 # Which extra of the LangChain plugin a module needs.
 LANGCHAIN_EXTRAS = {"agents.py": "agents"}
-OWN = {"ragbudget", "ragbudget_server", "langchain_ragbudget", "llama_index"}
+OWN = {"ragbudget", "ragbudget_guard", "ragbudget_server", "langchain_ragbudget", "llama_index"}
 # Modules whose code ships in one distribution and is installed through another, the one we
 # declare: fastmcp is the full server, fastmcp-slim the code it installs.
 META = {"fastmcp-slim": "fastmcp"}
@@ -125,20 +126,26 @@ def test_one_version_source(dist: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "dist",
+    ("dist", "sibling"),
     [
-        "ragbudget-server",
-        "langchain-ragbudget",
-        "llama-index-postprocessor-ragbudget",
-        "llama-index-tools-ragbudget",
+        ("ragbudget-guard", "ragbudget"),
+        ("ragbudget-server", "ragbudget"),
+        ("ragbudget-server", "ragbudget-guard"),
+        ("ragbudget", "ragbudget-guard"),  # the `guard` extra
+        ("langchain-ragbudget", "ragbudget"),
+        ("llama-index-postprocessor-ragbudget", "ragbudget"),
+        ("llama-index-tools-ragbudget", "ragbudget"),
     ],
 )
-def test_plugins_pin_the_core_minor_series(dist: str) -> None:
-    import ragbudget
-
-    pins = [r for r in requires(dist) or [] if _name(r) == "ragbudget" and "extra ==" not in r]
-    assert pins  # the core, and its `bpe` extra where bpe-openai has wheels (exact by default)
-    major, minor = ragbudget.__version__.split(".")[:2]
+def test_siblings_pin_each_others_minor_series(dist: str, sibling: str) -> None:
+    """Released together: each sibling a package needs is pinned to its own minor series."""
+    module = PACKAGES[sibling][1]
+    own = __import__(module, fromlist=["__version__"]).__version__
+    # the core's sibling is an extra (`guard`); the others' extras repeat no pin
+    extras = dist == "ragbudget"
+    pins = [r for r in requires(dist) or [] if _name(r) == sibling and (extras or "extra" not in r)]
+    assert pins  # e.g. the core, and its `bpe` extra where bpe-openai has wheels
+    major, minor = own.split(".")[:2]
     for pin in pins:
         assert f">={major}.{minor}" in pin and f"<{major}.{int(minor) + 1}" in pin, pin
 
@@ -170,12 +177,27 @@ def test_llamahub_metadata(folder: str, import_path: str) -> None:
 
 
 def test_the_core_needs_pydantic_alone_and_ships_no_command() -> None:
-    """The library installs with pydantic only; the `ragbudget` command is the application's."""
+    """The library installs with pydantic only; the `ragbudget` command is the application's,
+    `ragbudget-guard` the guard's (one distribution per script: two writing the same one
+    would overwrite each other)."""
     core = tomllib.loads((ROOT / "packages/core/pyproject.toml").read_text())["project"]
     assert [_name(r) for r in core["dependencies"]] == ["pydantic"]
     assert "scripts" not in core
     server = tomllib.loads((ROOT / "packages/server/pyproject.toml").read_text())["project"]
     assert server["scripts"] == {"ragbudget": "ragbudget_server.cli:main"}
+    guard = tomllib.loads((ROOT / "packages/guard/pyproject.toml").read_text())["project"]
+    assert guard["scripts"] == {"ragbudget-guard": "ragbudget_guard.command:main"}
+
+
+def test_the_guard_installs_without_the_store() -> None:
+    """`pip install ragbudget-guard` (or `'ragbudget[guard]'`): the middleware and its
+    command, no document store (`tests/guard/test_guard_install.py` installs the wheels)."""
+    guard = tomllib.loads((ROOT / "packages/guard/pyproject.toml").read_text())["project"]
+    assert sorted(_name(r) for r in guard["dependencies"]) == ["ragbudget", "typer"]
+    assert guard["dependencies"][0].startswith("ragbudget[fastmcp]")
+    assert "chromadb" not in _declared("ragbudget-guard", None)
+    core = tomllib.loads((ROOT / "packages/core/pyproject.toml").read_text())["project"]
+    assert core["optional-dependencies"]["guard"] == ["ragbudget-guard>=0.1,<0.2"]
 
 
 def test_document_readers_are_an_extra_of_the_server() -> None:
@@ -189,11 +211,11 @@ def test_document_readers_are_an_extra_of_the_server() -> None:
 
 
 def test_uv_pip_install_from_a_checkout_gives_copies() -> None:
-    """README's `uv pip install ./packages/core ./packages/server` installs the packages, not
+    """README's `uv pip install ./packages/core ./packages/guard ./packages/server` installs the packages, not
     links into the checkout: the workspace sources would make uv install the core editable, so
     uv's pip interface ignores them (`uv sync` keeps them). `.ci/dist-check` runs the command
     in a fresh venv and reads site-packages (it needs the package index; this test does not)."""
-    command = "uv pip install ./packages/core ./packages/server"
+    command = "uv pip install ./packages/core ./packages/guard ./packages/server"
     uv = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["uv"]
     assert uv["pip"]["no-sources"] is True
     assert uv["sources"]["ragbudget"] == {"workspace": True}, "the dev workspace stays editable"

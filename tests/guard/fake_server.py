@@ -1,7 +1,8 @@
 """A misbehaving MCP server over stdio for the guard's failure tests (standard library only).
 
 `python fake_server.py [MODE]`: MODE `ok` answers; `garbage-at-start` writes a line that is not
-JSON-RPC before anything else. Its tools: `echo` (text), `die` (the process exits without an
+JSON-RPC before anything else; `latin1-tools` answers `tools/list` in Latin-1 (a description
+with `é`), not UTF-8. Its tools: `echo` (text), `die` (the process exits without an
 answer), `hang` (never answers), `garbage` (answers with a line that is not JSON-RPC), `env`
 (the value of the variable named by `name`), `pid` (its process id), `capabilities` (what the
 client said it supports at initialize, as JSON), `grow` (adds a tool `grown-N`, then says the
@@ -106,6 +107,11 @@ def main() -> None:
                 "serverInfo": {"name": "fake", "version": "0.0.1"},
             }
             send({"jsonrpc": "2.0", "id": request_id, "result": result})
+        elif method == "tools/list" and mode == "latin1-tools":
+            tools = [{**TOOLS[0], "description": "café"}]
+            body = {"jsonrpc": "2.0", "id": request_id, "result": {"tools": tools}}
+            sys.stdout.buffer.write(json.dumps(body, ensure_ascii=False).encode("latin-1") + b"\n")
+            sys.stdout.flush()
         elif method == "tools/list":
             send({"jsonrpc": "2.0", "id": request_id, "result": {"tools": TOOLS}})
         elif method == "tools/call":

@@ -12,8 +12,8 @@ from mcp_types import TextContent
 from processes import server_env
 from ragbudget.pages.remainder import find_more_call
 
-GUARD = [sys.executable, "-c", "from ragbudget_server.cli import main; main()", "guard"]
-"""`ragbudget guard`, run by this interpreter (no console script needed)."""
+GUARD = [sys.executable, "-c", "from ragbudget_guard.command import main; main()"]
+"""`ragbudget-guard`, run by this interpreter (no console script needed)."""
 FAKE = Path(__file__).with_name("fake_server.py")
 
 

@@ -69,6 +69,36 @@ async def test_garbage_on_stdout_is_named_in_the_error() -> None:
         assert texts(await c.call_tool("echo", {"text": "after"})) == ["after"]
 
 
+async def test_a_server_that_writes_latin1_is_told_at_once_not_after_the_timeout() -> None:
+    """Bytes that are not UTF-8 on the server's stdout: the SDK's strict reader stopped, and the
+    call got a hang after the full `--timeout` (120 s); now an error naming the server, at once."""
+    async with Client(guard_params([*FAKE_SERVER, "latin1-tools"])) as client:
+        start = time.monotonic()
+        with pytest.raises(MCPError) as listed:
+            await client.list_tools()
+        assert time.monotonic() - start < 30, "waited for the 120 s timeout"
+        message = str(listed.value)
+        assert "the wrapped MCP server 'python fake_server.py'" in message
+        assert "not UTF-8" in message and "caf\\xe9" in message, message
+        assert "did not answer" not in message
+        # the session goes on: asked again, it says so again, at once
+        with pytest.raises(MCPError, match="not UTF-8"):
+            await client.list_tools()
+        assert time.monotonic() - start < 30
+
+
+async def test_a_tool_answer_that_is_not_utf8_is_a_tool_error_at_once() -> None:
+    async with Client(guard_params(FAKE_SERVER)) as client:
+        start = time.monotonic()
+        broken = await client.call_tool("not-utf8", {})
+        assert time.monotonic() - start < 30, "waited for the 120 s timeout"
+        assert broken.is_error
+        assert (
+            "'python fake_server.py' wrote bytes to stdout that are not UTF-8" in texts(broken)[0]
+        )
+        assert texts(await client.call_tool("echo", {"text": "after"})) == ["after"]
+
+
 async def test_an_upstream_error_of_a_million_cjk_characters_is_short_and_fast() -> None:
     # fastmcp logged such an error through rich's highlighter: 12 s for 40,000 characters,
     # still busy after 42 minutes for 1,000,000 (this test's timeout stops that). The error

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ragbudget import get_counter
-from ragbudget.middleware.memo import MEMO_MIN_CHARS, CountMemo
+from ragbudget.middleware.counts import MEMO_MIN_CHARS, CountMemo
 
 
 class _Recording:

@@ -17,7 +17,7 @@ from mcp_types import TextContent
 from middleware_helpers import texts, visible
 from ragbudget import TokenCounter
 from ragbudget.middleware import TokenBudgetMiddleware
-from ragbudget.middleware.receipts import Receipts
+from ragbudget.middleware.counts import Receipts
 
 BUDGET = 300
 LONG = "line of a log that goes on and on\n" * 400

@@ -20,7 +20,7 @@ from fastmcp.tools import ToolResult
 from mcp_types import TextContent
 from ragbudget.limits import DEFAULT_PROFILE, PROFILES, Walls, profile_for
 from ragbudget.middleware import TokenBudgetMiddleware
-from ragbudget.middleware.client_walls import CLIENT_INFO_META_KEY, client_name
+from ragbudget.middleware.clients import CLIENT_INFO_META_KEY, client_name
 from ragbudget.pages.remainder import find_more_call, join_pages
 from third_party_server import ITEMS, LOG, NESTED, UNICODE, build_server
 from walls_check import over, read_all, readable

@@ -13,9 +13,9 @@ from fastmcp import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp_helpers import COUNTER_SPEC, text_blocks, visible_tokens
-from ragbudget import TokenCounter
+from ragbudget import CallableCounter, TokenCounter
 from ragbudget_server.mcp import ServerSettings, create_server
-from ragbudget_server.mcp.errors import BUDGET_ADVICE, fit_message
+from ragbudget_server.mcp.errors import BUDGET_ADVICE, fit_message, refuse
 from ragbudget_server.store import DocumentStore
 
 LONG = "very/long/" * 400  # 4,000 characters: within the schema's bound, far over any echo
@@ -140,6 +140,14 @@ async def test_a_budget_too_small_for_a_word_of_the_error_says_which_budget_show
     message = await _error(server, "read_document", {**past, "max_tokens": needed})
     assert message.startswith("offset 100000 is past the end"), message
     assert exact_counter.count(message) <= needed
+
+
+def test_an_error_counting_one_token_says_token() -> None:
+    """The count reads right when it is 1: `(1 token)`, not `(1 tokens)`."""
+    one_each = CallableCounter(lambda text: 1 if text else 0)  # any text: one token
+    message = str(refuse(ValueError("abc"), 0, one_each))
+    assert "(1 token);" in message, message
+    assert message.endswith(f"{BUDGET_ADVICE} 1")
 
 
 sources = st.one_of(

@@ -25,6 +25,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragbudget.counters import CounterSpec, TokenCounter, count_many, get_counter
+from ragbudget.text import counted
 
 __all__ = ["ChunkKind", "TextChunk", "chunk_text", "detect_kind"]
 
@@ -263,7 +264,8 @@ def _hard_split(
             line = text.count("\n", 0, start) + 1
             msg = (
                 f"max_tokens={max_tokens} is too small: the character {text[start]!r} on line "
-                f"{line} alone counts {counter.count(text[start])} tokens by {counter.name}"
+                f"{line} alone counts {counted(counter.count(text[start]), 'token')} by "
+                f"{counter.name}"
             )
             raise ValueError(msg)
         out.append((start, stop))

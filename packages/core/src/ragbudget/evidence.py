@@ -35,6 +35,7 @@ from ragbudget.counters import CounterSpec, get_counter
 from ragbudget.fitting import Fitted, largest_prefix
 from ragbudget.models import Chunk
 from ragbudget.snippets import shared_snippets
+from ragbudget.text import counted
 
 __all__ = [
     "EvidenceReport",
@@ -349,7 +350,10 @@ def select(
     draw = render if render is not None else joiner(separator, header)
     base = tc.count(draw([]))
     if base > max_tokens:
-        msg = f"max_tokens={max_tokens} cannot hold even an empty rendering ({base} tokens)"
+        msg = (
+            f"max_tokens={max_tokens} cannot hold even an empty rendering "
+            f"({counted(base, 'token')})"
+        )
         raise ValueError(msg)
     costs = _Costs(ranked, base, tc, draw)  # counted as the budget reads them: a few ranks
     cuts = {} if cuts is None else cuts  # what one call measures, the next (or round) reuses

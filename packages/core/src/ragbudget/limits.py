@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from ragbudget._checks import check_int
 from ragbudget.counters import ScaledCounter, TokenCounter, count_up_to, stops_early
+from ragbudget.text import counted
 
 __all__ = [
     "CLAUDE_MAX_TOKENS_CEILING",
@@ -167,11 +168,11 @@ class Walls:
 
     def describe(self) -> str:
         """`25,000 tokens, 50,000 characters`: the walls in words."""
-        parts = [f"{self.tokens:,} tokens"]
+        parts = [counted(self.tokens, "token")]
         if self.chars is not None:
-            parts.append(f"{self.chars:,} characters")
+            parts.append(counted(self.chars, "character"))
         if self.bytes is not None:
-            parts.append(f"{self.bytes:,} bytes")
+            parts.append(counted(self.bytes, "byte"))
         return ", ".join(parts)
 
 

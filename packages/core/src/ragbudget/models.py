@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ragbudget.text import counted
+
 __all__ = ["BudgetResult", "Chunk", "TruncationInfo"]
 
 
@@ -118,7 +120,9 @@ class TruncationInfo(BaseModel):
             text += f", {len(self.dropped_ids)} dropped"
         if self.cut_ids:
             text += f", {len(self.cut_ids)} cut"
-        return f"{text}; {self.used_tokens:,} of {self.max_tokens:,} tokens ({self.counter})"
+        return (
+            f"{text}; {self.used_tokens:,} of {counted(self.max_tokens, 'token')} ({self.counter})"
+        )
 
     def notice(
         self,

@@ -1,9 +1,11 @@
-"""Text helpers the core and the server share: quoting a caller's input in a message, and
-reading Chinese, Japanese and Korean text as terms.
+"""Text helpers the core and the server share: quoting a caller's input in a message, a count
+in words, and reading Chinese, Japanese and Korean text as terms.
 
 - `shown`: repeating a caller's input in a message without repeating all of it. An error that
   echoes its argument is only as bounded as the argument: a 1 MB `source` must not come back
   as a 1 MB error. Every message that quotes caller input goes through `shown`.
+- `counted`: a count and its unit as a message says it, `1 token` and `2 tokens`: a budget or
+  a count that can be 1 goes through it.
 - `CJK_RUN`, `CJK_PIECE`, `bigrams`: Chinese, Japanese and Korean runs have no spaces between
   words, so they are read as their overlapping character bigrams (`東京都` -> `東京`, `京都`),
   as Lucene's CJK analyzer does, and a question and a text in those languages share terms
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["CJK", "CJK_PIECE", "CJK_RUN", "SHOWN_CHARS", "bigrams", "shown"]
+__all__ = ["CJK", "CJK_PIECE", "CJK_RUN", "SHOWN_CHARS", "bigrams", "counted", "shown"]
 
 SHOWN_CHARS = 80
 """Most characters of a caller's input a message repeats."""
@@ -33,6 +35,15 @@ def shown(value: object, limit: int = SHOWN_CHARS) -> str:
         return f"{value[:limit]!r}… ({len(value):,} characters)"
     text = repr(value)
     return text if len(text) <= limit else f"{text[:limit]}…"
+
+
+def counted(count: int, unit: str) -> str:
+    """`count` and `unit` (singular) in words: the unit takes an `s` unless `count` is 1.
+
+    >>> counted(1, "token"), counted(2_500, "token")
+    ('1 token', '2,500 tokens')
+    """
+    return f"{count:,} {unit}" if count == 1 else f"{count:,} {unit}s"
 
 
 CJK = (

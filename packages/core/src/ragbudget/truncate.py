@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ragbudget.counters import CounterSpec, TokenCounter, count_many, get_counter
 from ragbudget.fitting import cut_text, largest_prefix
+from ragbudget.text import counted
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -286,9 +287,9 @@ def _partial_line(
 ) -> TextTruncation:
     """One line alone is over the limit: show the part of it that fits, and say so."""
     size = (
-        f"{limits.counter.count(line):,} tokens"
+        counted(limits.counter.count(line), "token")
         if limits.max_tokens is not None
-        else f"{len(line.encode('utf-8')):,} bytes"
+        else counted(len(line.encode("utf-8")), "byte")
     )
     if head:
         tail_hint = f" Use offset={number + 1} to continue" if number < total else ""

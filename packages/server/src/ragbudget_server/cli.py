@@ -380,7 +380,8 @@ def stats(
 def _register_extras() -> None:
     """Commands other parts of ragbudget add when their extra is installed (`serve`, `guard`)."""
     try:
-        from ragbudget_server.guard.command import register as register_guard
+        from ragbudget_guard.command import register as register_guard
+
         from ragbudget_server.mcp.command import register
     except ImportError:  # the mcp extra is not installed
         return

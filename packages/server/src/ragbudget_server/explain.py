@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ragbudget.text import counted
 from rich.console import Group, RenderableType
 from rich.markup import escape
 from rich.progress_bar import ProgressBar
@@ -57,7 +58,7 @@ def explain_search(response: SearchResponse, candidates: list[Candidate]) -> Ren
     share = response.used_tokens / response.max_tokens if response.max_tokens else 0.0
     bar = ProgressBar(total=max(response.max_tokens, 1), completed=response.used_tokens, width=50)
     caption = Text(
-        f"{response.used_tokens:,} of {response.max_tokens:,} tokens ({share:.0%}) by "
+        f"{response.used_tokens:,} of {counted(response.max_tokens, 'token')} ({share:.0%}) by "
         f"{response.counter}; next offset: {response.next_offset}"
     )
     return Group(table, bar, caption)

@@ -6,6 +6,11 @@ structured content, an error) is budgeted against the walls of the client that r
 stays valid JSON) with a notice, and the rest is served page by page by a `more` tool the
 middleware adds. docs/middleware.md has the guide.
 
+Its modules, one idea each: `token_budget` (the middleware), `clients` (which client calls,
+its walls, what its model reads, what it may be told), `cut` (cutting a result, its notice, and
+the `more` tool serving the rest) and `counts` (each text counted once a call; the counts a
+server vouches for).
+
     from fastmcp import FastMCP
     from ragbudget.middleware import TokenBudgetMiddleware
 
@@ -26,8 +31,8 @@ except ImportError as _import_error:
     raise ImportError(msg) from _import_error
 
 from ragbudget.limits import DEFAULT_MAX_TOKENS_CEILING, Walls
-from ragbudget.middleware.client_walls import MIN_MAX_TOKENS, MIN_WALL_SIZE
-from ragbudget.middleware.continuation import ContinuationNameTaken
+from ragbudget.middleware.clients import MIN_MAX_TOKENS, MIN_WALL_SIZE
+from ragbudget.middleware.cut import ContinuationNameTaken
 from ragbudget.middleware.token_budget import TokenBudgetMiddleware
 
 __all__ = [

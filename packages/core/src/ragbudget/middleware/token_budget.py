@@ -19,19 +19,23 @@ from fastmcp.tools.base import InputRequiredToolResult
 from ragbudget.counters import CounterSpec, TokenCounter, get_counter
 from ragbudget.exact import default_spec
 from ragbudget.limits import Walls, with_estimate_margin
-from ragbudget.middleware.client_log import send_log
-from ragbudget.middleware.client_walls import (
+from ragbudget.middleware.clients import (
     MIN_MAX_TOKENS,
     ResolvedWalls,
     WallPolicy,
     client_name,
+    send_log,
+    visible_text,
 )
-from ragbudget.middleware.continuation import check_name_free, make_more_tool, serve_page
-from ragbudget.middleware.error_cut import cut_error
-from ragbudget.middleware.memo import CountMemo
-from ragbudget.middleware.outcome import GuardOutcome
-from ragbudget.middleware.receipts import Receipt, Receipts
-from ragbudget.middleware.result_guard import ResultGuard, visible_text
+from ragbudget.middleware.counts import CountMemo, Receipt, Receipts
+from ragbudget.middleware.cut import (
+    GuardOutcome,
+    ResultGuard,
+    check_name_free,
+    cut_error,
+    make_more_tool,
+    serve_page,
+)
 from ragbudget.pages.cache import PageCache
 from ragbudget.pages.remainder import Remainder
 
@@ -180,7 +184,7 @@ class TokenBudgetMiddleware(ToolInjectionMiddleware):
         then not counted again.
 
         For the server's own code, which holds this middleware: the receipt stays here, keyed
-        by the result object (see `ragbudget.middleware.receipts`), so no tool result can
+        by the result object (see `ragbudget.middleware.counts`), so no tool result can
         carry a count this middleware believes. It holds for this object as it is now (a
         result whose blocks changed after is measured as any other) and for one call. A count
         by this middleware's own counter is still checked against the tool's token wall (a
@@ -205,7 +209,7 @@ class TokenBudgetMiddleware(ToolInjectionMiddleware):
         tools without their output schema.
 
         A cut result is text only (its notice and handle then reach the model of every
-        client: `structured`), and a client validates a result against the schema it was
+        client: `cut.text_only`), and a client validates a result against the schema it was
         told, so no budgeted tool promises structured content (fastmcp's own response limiter
         does the same). Results within the walls keep their structured content.
         """

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ragbudget.counters import TokenCounter
 from ragbudget.errors import RagbudgetError
 from ragbudget.limits import ClientProfile, Wall, WalledCounter, Walls
+from ragbudget.text import counted
 
 from ragbudget_server.store import ReadResponse, SearchResponse
 from ragbudget_server.store.models import Format, accounted_ids
@@ -222,7 +223,8 @@ def checked_text(response: Rendered, budget: int, counter: TokenCounter) -> tupl
     text, used = measured
     if used > budget:
         msg = (
-            f"the response counts {used:,} tokens by {counter.name}, over its {budget:,}-token "
+            f"the response counts {counted(used, 'token')} by {counter.name}, over its "
+            f"{budget:,}-token "
             "budget; it was not sent (please report this as a ragbudget bug)"
         )
         logger.error(msg)

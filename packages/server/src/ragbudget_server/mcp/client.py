@@ -3,7 +3,7 @@
 The client's name comes from `clientInfo.name`: in each request's `_meta`
 (`io.modelcontextprotocol/clientInfo`) on 2026-07-28, where requests are stateless, else sent
 once at `initialize` on handshake protocol versions (kept on the connection); the core's
-`ragbudget.middleware.client_walls.client_name` reads it, for the tools as for the middleware.
+`ragbudget.middleware.clients.client_name` reads it, for the tools as for the middleware.
 Without either, the default profile applies; `--client` (`ServerSettings.client`) overrides
 both.
 

@@ -12,9 +12,9 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 from ragbudget.limits import profile_names
+from ragbudget_guard.logs import LOG_LEVELS, configure_logging
 
 from ragbudget_server._options import DEFAULT_DB, StoreOptions, store_options
-from ragbudget_server.logs import LOG_LEVELS, configure_logging
 from ragbudget_server.mcp.http_security import check_allowed, check_auth_token, run_http
 from ragbudget_server.mcp.settings import (
     CLAUDE_MAX_TOKENS_CEILING,
@@ -186,7 +186,7 @@ def serve(
     level = log_level.upper()
     if level not in LOG_LEVELS:
         raise _fail(f"--log-level must be DEBUG, INFO, WARNING or ERROR, got {log_level!r}")
-    configure_logging(level)
+    configure_logging(level, "ragbudget_server")
     db, server = store.location(ctx)
     try:
         settings = ServerSettings(

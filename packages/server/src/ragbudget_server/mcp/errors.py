@@ -7,6 +7,7 @@ import logging
 from fastmcp.exceptions import ToolError
 from ragbudget.counters import TokenCounter
 from ragbudget.fitting import cut_text
+from ragbudget.text import counted
 
 __all__ = ["BUDGET_ADVICE", "ELLIPSIS", "fit_message", "refuse"]
 
@@ -43,7 +44,8 @@ def refuse(
         if cut in ("", ELLIPSIS):
             whole = counter.count(message)
             cut = (
-                f"max_tokens={budget} cannot hold this error's message ({whole} tokens); "
+                f"max_tokens={budget} cannot hold this error's message "
+                f"({counted(whole, 'token')}); "
                 f"{BUDGET_ADVICE} {whole}"
             )
         message = cut

@@ -26,7 +26,7 @@ from mcp_types import TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 from ragbudget.counters import TokenCounter
 from ragbudget.limits import WalledCounter, profile_names
-from ragbudget.middleware.client_walls import client_name
+from ragbudget.middleware.clients import client_name
 from ragbudget.text import shown
 
 from ragbudget_server.mcp.answers import Ask, BudgetExceededError, fit_answer

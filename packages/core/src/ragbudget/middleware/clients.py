@@ -1,24 +1,48 @@
-"""Which walls a tool result gets: the connecting client's profile, or walls the server fixed.
+"""The client: which one calls, the walls its results get, what its model reads of a result,
+and what the middleware may tell it.
 
-A client stops reading at more than one wall (`ragbudget.limits`). By default every result is
-budgeted against the profile of the client that called (`profile_for(clientInfo.name)`, the
-default profile for a client no profile names); the server may instead fix one profile for
-every client (`client=`), fix the walls (`walls=`), or fix only the token wall (`max_tokens=`,
-the client's character and byte walls still apply). Per-tool budgets replace the token wall
-(an int) or all the walls (a `Walls`) for that tool.
+**Which walls.** A client stops reading at more than one wall (`ragbudget.limits`). By default
+every result is budgeted against the profile of the client that called
+(`profile_for(clientInfo.name)`, the default profile for a client no profile names); the
+server may instead fix one profile for every client (`client=`), fix the walls (`walls=`), or
+fix only the token wall (`max_tokens=`, the client's character and byte walls still apply).
+Per-tool budgets replace the token wall (an int) or all the walls (a `Walls`) for that tool.
 
-A 2026-07-28 request carries the client's name in its `_meta`; a handshake-era session has it
-from `initialize`. `client_name` reads the request's first, else the session's; the server's
-tools and the guard read it too.
+**Which client.** A 2026-07-28 request carries the client's name in its `_meta`; a
+handshake-era session has it from `initialize`. `client_name` reads the request's first, else
+the session's; the server's tools and the guard read it too.
+
+**What its model reads.** Everything a block puts in front of a model (`visible_text`: its
+text, or its base64 data), and the structured content as it goes on the wire (`wire_json`).
+
+**What it is told.** A cut is told with an MCP log message only when the request asked for
+one (`send_log`): MCP 2026-07-28 deprecates logging, and a server must not send
+`notifications/message` unless the request carried a log level in its `_meta`
+(`io.modelcontextprotocol/logLevel`), and then only at that level or above. Handshake-era
+sessions keep their rules (every level may be sent; the server's `client_log_level`
+filters). The notification is sent as a plain notification on the request's stream, so no
+deprecated call is made and no process-wide warning filter is touched.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, get_args
 
+import mcp_types as mt
 from fastmcp import Context
+from mcp.server.connection import allowed_log_levels
+from mcp_types import (
+    AudioContent,
+    BlobResourceContents,
+    ContentBlock,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+)
 
 from ragbudget._checks import check_int
 from ragbudget.counters import TokenCounter
@@ -30,6 +54,7 @@ from ragbudget.limits import (
     Walls,
     profile_for,
 )
+from ragbudget.pages.json_trim import dumps
 
 __all__ = [
     "CLIENT_INFO_META_KEY",
@@ -38,7 +63,12 @@ __all__ = [
     "ResolvedWalls",
     "WallPolicy",
     "client_name",
+    "send_log",
+    "visible_text",
+    "wire_json",
 ]
+
+logger = logging.getLogger(__name__)
 
 CLIENT_INFO_META_KEY = "io.modelcontextprotocol/clientInfo"
 """Where a 2026-07-28 request's `_meta` names the client."""
@@ -169,3 +199,56 @@ def client_name(ctx: Context | None) -> str | None:
     if params is not None and params.client_info.name:
         return str(params.client_info.name)
     return None
+
+
+def visible_text(block: ContentBlock) -> str:
+    """What a block puts in front of a model, as text: its text, or its base64 data."""
+    if isinstance(block, TextContent):
+        return block.text
+    if isinstance(block, (ImageContent, AudioContent)):
+        return block.data
+    if isinstance(block, EmbeddedResource):
+        resource = block.resource
+        return resource.blob if isinstance(resource, BlobResourceContents) else resource.text
+    if isinstance(block, ResourceLink):
+        return f"{block.name} {block.uri}"
+    return ""  # pragma: no cover - the ContentBlock union has no other member
+
+
+def wire_json(structured: dict[str, Any]) -> str:
+    """Structured content as a client receives it: compact JSON, non-ASCII as is."""
+    return dumps(structured)
+
+
+LEVELS: tuple[mt.LoggingLevel, ...] = get_args(mt.LoggingLevel)
+"""MCP log levels, least severe first."""
+
+
+def _allowed(ctx: Context, level: mt.LoggingLevel) -> bool:
+    rc = ctx.request_context
+    if rc is None:
+        return False
+    if level not in allowed_log_levels(rc.protocol_version, rc.meta):
+        return False
+    floor: Any = getattr(ctx.fastmcp, "client_log_level", None)
+    return floor not in LEVELS or LEVELS.index(level) >= LEVELS.index(floor)
+
+
+async def send_log(
+    ctx: Context | None, level: mt.LoggingLevel, message: str, logger_name: str
+) -> bool:
+    """Send `message` to the client as a log notification when the request allows `level`;
+    True when it was sent. A failure to send is logged at DEBUG: the result matters more."""
+    if ctx is None or not _allowed(ctx, level):
+        return False
+    rc = ctx.request_context
+    assert rc is not None  # checked by _allowed
+    notification = mt.LoggingMessageNotification(
+        params=mt.LoggingMessageNotificationParams(level=level, data=message, logger=logger_name)
+    )
+    try:
+        await rc.session.send_notification(notification, related_request_id=rc.request_id)
+    except Exception:
+        logger.debug("could not send the MCP log message", exc_info=True)
+        return False
+    return True

@@ -8,7 +8,8 @@ requests (roots, sampling, elicitation) of a handshake-era session. On top of it
 - `TokenBudgetMiddleware`: every tool result within the budget, the rest served by `more`;
 - `PagingNote`: one line at the end of each budgeted tool's description saying so;
 - `BackendErrors`: the wrapped server's failures (did not start, exited, hung, wrote
-  something that is not MCP) as errors that name it, with the secrets it was given redacted;
+  something that is not MCP or not UTF-8) as errors that name it, with the secrets it was
+  given redacted;
 - `ListChanges`: the wrapped server's notices that its lists changed, relayed.
 """
 
@@ -28,13 +29,13 @@ from fastmcp.server.providers.proxy import FastMCPProxy, ProxyMetadataMiddleware
 from fastmcp.tools import Tool
 from mcp.shared.exceptions import MCPError
 from ragbudget.middleware import TokenBudgetMiddleware
-from ragbudget.middleware.client_walls import client_name
+from ragbudget.middleware.clients import client_name
 
-from ragbudget_server.guard.backend import Backend
-from ragbudget_server.guard.upstream import ListChanges, StdoutWatch, Upstream
-from ragbudget_server.logs import clipped
+from ragbudget_guard.backend import Backend
+from ragbudget_guard.logs import clipped
+from ragbudget_guard.upstream import ListChanges, StdoutWatch, Upstream
 
-__all__ = ["BackendErrors", "PagingNote", "StdoutWatch", "build_guard"]
+__all__ = ["BackendErrors", "NotUtf8", "PagingNote", "StdoutWatch", "build_guard"]
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +48,14 @@ said so), so the error stays within every client's walls and logs fast."""
 CHAIN_DEPTH = 8
 SECRET_CHARS = 4
 """Values shorter than this are not redacted (they would blank out ordinary words)."""
+
+
+class NotUtf8(Exception):
+    """The wrapped server wrote bytes that are not UTF-8 while a request was in flight."""
+
+    def __init__(self, sample: bytes) -> None:
+        super().__init__(f"the server wrote bytes that are not UTF-8: {sample!r}")
+        self.sample = sample
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -104,7 +113,13 @@ class BackendErrors(Middleware):
             detail = detail.removeprefix(CONNECT_FAILED)
         detail = self.redact(detail)  # before the cut, so no part of a secret is left
         detail = clipped(detail, ERROR_DETAIL_CHARS)  # megabytes of error: its start says enough
-        if self.timed_out(exc):
+        if isinstance(exc, NotUtf8):
+            what = (
+                f"wrote bytes to stdout that are not UTF-8 ({exc.sample!r}), so its answer was "
+                "dropped; an MCP stdio server must write UTF-8 (for a Python server, "
+                "PYTHONIOENCODING=utf-8 in --env)"
+            )
+        elif self.timed_out(exc):
             what = f"did not answer within {self.timeout:g} s (it may hang); the call was dropped"
             if self.on_timeout is not None:
                 what += " and the server restarted"
@@ -123,6 +138,16 @@ class BackendErrors(Middleware):
             "failing, check its log on the guard's stderr."
         )
         return self.redact(message)
+
+    async def relay(self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]) -> Any:
+        """`call_next(context)`, stopped at once (`NotUtf8`) if the wrapped server writes bytes
+        that are not UTF-8 meanwhile: its answer would be garbled or never come."""
+        before, result = self.stdout.not_utf8, None
+        with self.stdout.guarding():  # cancelled by such bytes: `result` is then not set
+            result = await call_next(context)
+        if self.stdout.not_utf8 != before:
+            raise NotUtf8(self.stdout.not_utf8_sample)
+        return result
 
     @staticmethod
     def timed_out(exc: BaseException) -> bool:
@@ -153,7 +178,7 @@ class BackendErrors(Middleware):
         if name == self.more_tool:
             return await call_next(context)
         try:
-            return await call_next(context)
+            return await self.relay(context, call_next)
         except Exception as exc:
             # The wrapped server's own errors come back as results (isError): anything
             # raised here is the way to it failing.
@@ -163,7 +188,9 @@ class BackendErrors(Middleware):
         self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
     ) -> Any:
         try:
-            return await call_next(context)
+            if context.method == "tools/call":  # relayed by on_call_tool, as a tool error
+                return await call_next(context)
+            return await self.relay(context, call_next)
         except ToolError:
             raise
         except MCPError as exc:

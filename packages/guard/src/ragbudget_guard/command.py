@@ -1,7 +1,8 @@
-"""`ragbudget guard`: any MCP server's tool results within a client's walls, with continuation.
+"""`ragbudget-guard` (and `ragbudget guard`): any MCP server's tool results within a client's
+walls, with continuation.
 
-    ragbudget guard --client claude-code -- npx -y @modelcontextprotocol/server-filesystem /data
-    ragbudget guard --url https://mcp.example.com/mcp --header "Authorization=Bearer $TOKEN"
+    ragbudget-guard --client claude-code -- npx -y @modelcontextprotocol/server-filesystem /data
+    ragbudget-guard --url https://mcp.example.com/mcp --header "Authorization=Bearer $TOKEN"
 
 The guard speaks MCP over stdio to its client and relays everything to the wrapped server
 (started as a subprocess, or reached over streamable HTTP). stdout carries nothing but MCP
@@ -17,20 +18,22 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from ragbudget.limits import DEFAULT_PROFILE, PROFILES
 
-from ragbudget_server.logs import LOG_LEVELS, configure_logging
+from ragbudget_guard.logs import LOG_LEVELS, configure_logging
 
 if TYPE_CHECKING:
     from ragbudget.middleware import TokenBudgetMiddleware
 
-__all__ = ["guard", "make_budget", "register"]
+__all__ = ["app", "guard", "main", "make_budget", "register"]
 
 logger = logging.getLogger(__name__)
 
 PROFILE_NAMES = ", ".join(p.name for p in (*PROFILES, DEFAULT_PROFILE))
 
 
-def _fail(message: str, code: int = 2) -> typer.Exit:
-    typer.echo(f"ragbudget guard: {message}", err=True)
+def _fail(ctx: typer.Context, message: str, code: int = 2) -> typer.Exit:
+    """`message` on stderr, after the command's name as it was run (`ragbudget-guard` or
+    `ragbudget guard`)."""
+    typer.echo(f"{ctx.command_path}: {message}", err=True)
     return typer.Exit(code)
 
 
@@ -59,7 +62,7 @@ def make_budget(
 
 
 def _tool_budgets(pairs: list[str]) -> dict[str, int]:
-    from ragbudget_server.guard.backend import parse_pairs
+    from ragbudget_guard.backend import parse_pairs
 
     budgets: dict[str, int] = {}
     for name, value in parse_pairs("--tool-budget", pairs).items():
@@ -72,6 +75,7 @@ def _tool_budgets(pairs: list[str]) -> dict[str, int]:
 
 
 def guard(
+    ctx: typer.Context,
     command: Annotated[
         list[str] | None,
         typer.Argument(
@@ -170,22 +174,25 @@ def guard(
 
     stdout carries nothing but MCP messages; logs and the wrapped server's stderr go to stderr.
     """
-    from ragbudget_server.guard.backend import http_backend, parse_pairs, stdio_backend
+    from ragbudget_guard.backend import http_backend, parse_pairs, stdio_backend
 
     level = log_level.upper()
     if level not in LOG_LEVELS:
-        raise _fail(f"--log-level must be DEBUG, INFO, WARNING or ERROR, got {log_level!r}")
+        raise _fail(ctx, f"--log-level must be DEBUG, INFO, WARNING or ERROR, got {log_level!r}")
     if url is None and not command:
         raise _fail(
-            "say which server to guard: its command after '--' (ragbudget guard -- npx -y "
-            "@modelcontextprotocol/server-everything) or --url URL for one over HTTP"
+            ctx,
+            f"say which server to guard: its command after '--' ({ctx.command_path} -- npx -y "
+            "@modelcontextprotocol/server-everything) or --url URL for one over HTTP",
         )
     if url is not None and command:
-        raise _fail("give either --url URL or the wrapped server's command after '--', not both")
+        raise _fail(
+            ctx, "give either --url URL or the wrapped server's command after '--', not both"
+        )
     if url is None and header:
-        raise _fail("--header applies to --url only")
+        raise _fail(ctx, "--header applies to --url only")
     if url is not None and env:
-        raise _fail("--env applies to a wrapped command only")
+        raise _fail(ctx, "--env applies to a wrapped command only")
     try:
         if url is not None:
             backend = http_backend(url, headers=parse_pairs("--header", header or []), name=name)
@@ -200,7 +207,7 @@ def guard(
             more_tool=more_tool,
         )
     except (ValueError, TypeError, ImportError) as exc:
-        raise _fail(str(exc)) from None
+        raise _fail(ctx, str(exc)) from None
 
     configure_logging(level)
     # The SDK marks the handshake-era relays (roots, logging) deprecated; that is upstream's,
@@ -208,10 +215,10 @@ def guard(
     from mcp.shared.exceptions import MCPDeprecationWarning
 
     warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
-    logging.getLogger("ragbudget_server.guard").info(
+    logging.getLogger("ragbudget_guard").info(
         "guarding %r: results within %s", backend.name, client or "each client's profile"
     )
-    from ragbudget_server.guard.proxy import build_guard
+    from ragbudget_guard.proxy import build_guard
 
     server = build_guard(backend, budget, timeout=timeout, startup_timeout=startup_timeout)
     try:
@@ -220,7 +227,25 @@ def guard(
         return
 
 
+CONTEXT = {"allow_interspersed_args": False}
+"""Everything after the wrapped command's first word belongs to it, as after `--`."""
+
+
 def register(app: typer.Typer) -> None:
-    """Add `guard` to the `ragbudget` command line (everything after the command's first word
-    belongs to the wrapped server, as after `--`)."""
-    app.command("guard", context_settings={"allow_interspersed_args": False})(guard)
+    """Add `guard` to the `ragbudget` command line."""
+    app.command("guard", context_settings=CONTEXT)(guard)
+
+
+app = typer.Typer(
+    name="ragbudget-guard",
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings=CONTEXT,
+)
+"""The `ragbudget-guard` command: `guard` alone."""
+app.command(context_settings=CONTEXT)(guard)
+
+
+def main() -> None:
+    """Entry point of the `ragbudget-guard` console script."""
+    app()

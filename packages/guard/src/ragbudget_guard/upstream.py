@@ -14,10 +14,11 @@ changed, lines on stdout that are not MCP).
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager, suppress
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager, suppress
 from typing import Any, cast
 
+import anyio
 import mcp_types as mt
 from fastmcp.client import Client
 from fastmcp.client.messages import MessageHandler
@@ -26,7 +27,7 @@ from fastmcp.server.dependencies import get_context
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.server.providers.proxy import ProxyClient, ProxyProvider, StatefulProxyClient
 
-from ragbudget_server.guard.backend import Backend
+from ragbudget_guard.backend import Backend
 
 __all__ = ["AsTheClient", "ListChanges", "StdoutWatch", "Upstream"]
 
@@ -91,12 +92,38 @@ class AsTheClient(ClientTransport):
 class StdoutWatch(MessageHandler):
     """Counts the lines the wrapped server wrote to stdout that are not MCP messages (a banner,
     a print, a traceback), so that the error of the call they broke can say so; passes the
-    notices that its lists changed to `on_change`."""
+    notices that its lists changed to `on_change`; and stops the requests in flight when the
+    server writes bytes that are not UTF-8 (`guarding`, `saw_not_utf8`), whose answers would
+    be garbled or lost."""
 
     def __init__(self, on_change: Callable[[str], Any] | None = None) -> None:
         self.count = 0
         self.last = ""
         self.on_change = on_change
+        self.not_utf8 = 0
+        """Times the server wrote bytes that are not UTF-8 (each chunk read counts once)."""
+        self.not_utf8_sample = b""
+        """The last such bytes, with a few around them."""
+        self._in_flight: set[anyio.CancelScope] = set()
+
+    def saw_not_utf8(self, data: bytes) -> None:
+        """The transport read `data`, which holds bytes that are not UTF-8: stop every request
+        in flight (their callers then say so)."""
+        self.not_utf8 += 1
+        self.not_utf8_sample = data
+        for scope in self._in_flight:
+            scope.cancel()
+
+    @contextmanager
+    def guarding(self) -> Iterator[anyio.CancelScope]:
+        """A scope for one request to the server, cancelled when it writes bytes that are not
+        UTF-8 before the request is done (`not_utf8` then differs from what it was)."""
+        with anyio.CancelScope() as scope:
+            self._in_flight.add(scope)
+            try:
+                yield scope
+            finally:
+                self._in_flight.discard(scope)
 
     async def on_exception(self, message: Exception) -> None:
         self.count += 1
@@ -176,7 +203,7 @@ class Upstream:
         stdout: StdoutWatch,
     ) -> None:
         self.backend = backend
-        self.transport: Any = backend.transport()
+        self.transport: Any = backend.transport(on_not_utf8=stdout.saw_not_utf8)
         kind = ProxyClient if backend.url is None else StatefulProxyClient
         self.client: ProxyClient[Any] = kind(
             AsTheClient(cast(ClientTransport, self.transport)),

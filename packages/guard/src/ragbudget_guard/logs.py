@@ -1,9 +1,10 @@
 """Where the commands' log records go: stderr, since stdout belongs to the MCP protocol.
 
-`ragbudget serve` and `ragbudget guard` both speak MCP on stdout; `configure_logging` sends
-ragbudget's own records (the library's and the server's) to stderr at the `--log-level` the
-command was given (one of `LOG_LEVELS`), and fastmcp's records too: each line plain (no rich
-highlighting) and bounded (`MAX_LOG_CHARS`).
+`ragbudget-guard` (`ragbudget guard`) and the application's `ragbudget serve` both speak MCP on
+stdout; `configure_logging` sends ragbudget's own records (the library's, the guard's, and the
+server's when it asks) to stderr at the `--log-level` the command was given (one of
+`LOG_LEVELS`), and fastmcp's records too: each line plain (no rich highlighting) and bounded
+(`MAX_LOG_CHARS`).
 """
 
 from __future__ import annotations
@@ -40,12 +41,13 @@ class BoundedFormatter(logging.Formatter):
         return clipped(super().format(record), MAX_LOG_CHARS)
 
 
-def configure_logging(level: str) -> None:
-    """ragbudget's own log records (the library's and the server's) go to stderr at `level`
-    (one of `LOG_LEVELS`): stdout belongs to the protocol."""
+def configure_logging(level: str, *loggers: str) -> None:
+    """ragbudget's own log records (the library's, the guard's, and those of the caller's own
+    `loggers`: `ragbudget serve` passes `ragbudget_server`) go to stderr at `level` (one of
+    `LOG_LEVELS`): stdout belongs to the protocol."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(BoundedFormatter())
-    for name in ("ragbudget", "ragbudget_server"):
+    for name in ("ragbudget", "ragbudget_guard", *loggers):
         own = logging.getLogger(name)
         own.handlers[:] = [handler]
         own.setLevel(level)
@@ -58,7 +60,7 @@ def configure_logging(level: str) -> None:
     logging.getLogger("fastmcp").handlers[:] = [handler]
     # fastmcp echoes every log message sent to a client on this logger and lowers the record
     # to DEBUG only after the level check, so it would print DEBUG blocks at any level. The
-    # server logs those messages itself (ragbudget_server.mcp.tools, INFO): below DEBUG, mute
-    # the echo.
+    # server logs those messages itself (ragbudget_server.mcp.tools, INFO), the guard relays a
+    # wrapped server's: below DEBUG, mute the echo.
     echo = logging.getLogger("fastmcp.server.context.to_client")
     echo.setLevel(logging.DEBUG if level == "DEBUG" else logging.CRITICAL + 1)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -42,18 +42,23 @@ class Backend:
     """Values given to the guard for the server (`--env`, `--header`, the URL's password and
     query): redacted from whatever the guard says."""
 
-    def transport(self) -> object:
+    def transport(self, on_not_utf8: Callable[[bytes], None] | None = None) -> object:
         """A fastmcp client transport for this server (stdio: one process, kept alive and
-        restarted on the next call after it exits)."""
+        restarted on the next call after it exits, which calls `on_not_utf8` with the bytes
+        when it writes some that are not UTF-8: `ragbudget_guard.stdio`)."""
         if self.url is not None:
             from fastmcp.client.transports import StreamableHttpTransport
 
             return StreamableHttpTransport(self.url, headers=dict(self.headers))
-        from fastmcp.client.transports import StdioTransport
+        from ragbudget_guard.stdio import Utf8StdioTransport
 
         assert self.command is not None
-        return StdioTransport(
-            self.command, list(self.args), env=dict(self.env), cwd=self.cwd, keep_alive=True
+        return Utf8StdioTransport(
+            self.command,
+            list(self.args),
+            env=dict(self.env),
+            cwd=self.cwd,
+            on_not_utf8=on_not_utf8,
         )
 
 
