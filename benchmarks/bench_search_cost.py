@@ -13,8 +13,10 @@ at limit 200, at every budget; its cost growing with the limit no faster than Ch
 
 Stores: ~2K chunks (stdlib packages) and ~30K chunks (the whole stdlib, tests included, less
 idlelib, tkinter, turtledemo, lib2to3), built with the default embedding ("hashing") and
-counter; a 60K store takes too long to build on two shared cores. Building the large one takes
-minutes (7 on two loaded cores):
+counter; a 60K store takes too long to build on two shared cores. `--sizes JSON`: a store of
+long JSON and logs (botocore's service models, the largest 24 that the interpreter's
+botocore ships, and 8 generated application logs of 6,000 lines each), with queries of its own.
+Building the large one takes minutes (7 on two loaded cores):
 `--keep DIR` builds each store once in DIR and reuses it. `--dump FILE` writes what every
 search returned (ids, texts' hashes, tokens, notices) as JSON, to compare two versions.
 
@@ -60,7 +62,62 @@ BUDGETS = (1000, 4000, 14500)
 GOAL = {10: 1.5, 50: 1.5, 200: 2.0}
 
 
-def _roots(size: str) -> list[Path]:
+JSON_QUERIES = [
+    "list the objects in a bucket",
+    "request throttled: rate exceeded error",
+    "timeout connecting to the database",
+    "create a snapshot of a volume",
+    "payment declined for order",
+    "pagination token for the next page",
+    "access denied for the role",
+    "retry the failed upload",
+    "worker crashed with out of memory",
+    "tag a resource with a key and value",
+]
+"""Questions over the JSON store's service models and logs."""
+
+
+def _queries(size: str) -> list[str]:
+    return JSON_QUERIES if size == "JSON" else QUERIES
+
+
+def _json_corpus(where: Path) -> list[Path]:
+    """Long JSON (botocore's largest service models, as shipped) and generated logs, in
+    `where`, written once."""
+    import gzip
+    import random
+
+    where.mkdir(parents=True, exist_ok=True)
+    if not any(where.iterdir()):
+        data = STDLIB / "site-packages" / "botocore" / "data"  # the interpreter's own botocore
+        models = sorted(data.glob("*/*/service-2.json*"),
+                        key=lambda m: (-m.stat().st_size, str(m)))[:24]  # fmt: skip
+        if not models:
+            msg = f"the JSON store needs botocore's service models in {data}: pip install botocore"
+            raise SystemExit(msg)
+        for model in models:
+            raw = model.read_bytes()
+            text = gzip.decompress(raw) if model.suffix == ".gz" else raw
+            (where / f"{model.parent.parent.name}.json").write_bytes(text)
+        rng = random.Random(51)
+        words = ("order", "payment", "declined", "upload", "retry", "timeout", "database",
+                 "worker", "memory", "session", "token", "cache", "queue", "denied")  # fmt: skip
+        levels = ("INFO", "INFO", "INFO", "DEBUG", "WARNING", "ERROR")
+        for n in range(8):
+            lines = []
+            for i in range(6000):
+                picked = " ".join(rng.choice(words) for _ in range(rng.randint(3, 9)))
+                when = f"2026-11-{1 + i % 28:02d}T{i % 24:02d}:{i % 60:02d}:{i * 7 % 60:02d}Z"
+                lines.append(f"{when} "
+                             f"{rng.choice(levels)} app.service{n} req={rng.getrandbits(48):012x} "
+                             f"{picked} latency_ms={rng.randint(1, 5000)}")  # fmt: skip
+            (where / f"service{n}.log").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return sorted(where.iterdir())
+
+
+def _roots(size: str, where: Path) -> list[Path]:
+    if size == "JSON":
+        return _json_corpus(where / "corpus-JSON")
     if size == "2K":
         return [STDLIB / p for p in SMALL]
     skip = {"site-packages", "__pycache__", "idlelib", "tkinter", "turtledemo", "lib2to3"}
@@ -76,7 +133,7 @@ def _store(size: str, where: Path) -> DocumentStore:
     store = DocumentStore(path=db)
     if fresh:
         start = time.perf_counter()
-        report = store.ingest(_roots(size))
+        report = store.ingest(_roots(size, where))
         print(f"built the {size} store: {report.chunks_added:,} chunks in "
               f"{time.perf_counter() - start:.0f} s", flush=True)  # fmt: skip
     return store
@@ -104,7 +161,7 @@ def _fingerprint(response: Any) -> dict[str, Any]:
 
 def _measure(
     store: DocumentStore, counter: str | None, evidence: bool, limit: int, budget: int,
-    rounds: int, dump: dict[str, Any],
+    rounds: int, dump: dict[str, Any], queries: list[str],
 ) -> tuple[float, float]:  # fmt: skip
     """Median ms of the raw query and of the search, over queries (and rounds)."""
     collection = store.collection
@@ -112,7 +169,7 @@ def _measure(
     raw_t: list[float] = []
     search_t: list[float] = []
     for r in range(rounds):
-        for i, q in enumerate(QUERIES):
+        for i, q in enumerate(queries):
             _forget_rankings(store)
             order = (i + r) % 2
             for turn in (order, 1 - order):
@@ -131,7 +188,7 @@ def _measure(
     return statistics.median(raw_t) * 1e3, statistics.median(search_t) * 1e3
 
 
-def _stages(store: DocumentStore, rounds: int) -> None:
+def _stages(store: DocumentStore, rounds: int, queries: list[str]) -> None:
     """Print each stage of the default search as a multiple of the raw query (`--stages`)."""
     from ragbudget_server.store import paging, selection
 
@@ -166,7 +223,7 @@ def _stages(store: DocumentStore, rounds: int) -> None:
                 raw_t: list[float] = []
                 search_t: list[float] = []
                 for r in range(rounds):
-                    for i, q in enumerate(QUERIES):
+                    for i, q in enumerate(queries):
                         _forget_rankings(store)
                         for turn in ((i + r) % 2, 1 - (i + r) % 2):
                             t0 = time.perf_counter()
@@ -191,7 +248,7 @@ def _stages(store: DocumentStore, rounds: int) -> None:
             setattr(owner, name, f)
 
 
-def _work(store: DocumentStore) -> None:
+def _work(store: DocumentStore, queries: list[str]) -> None:
     """Print what each default search (evidence, the store's counter) gives the tokenizer."""
     from ragbudget import bpe
     from ragbudget_server.store import selection
@@ -230,7 +287,7 @@ def _work(store: DocumentStore) -> None:
                 seen: dict[str, list[int]] = {k: [] for k in tally}
                 shown: list[int] = []
                 ratios: list[float] = []
-                for q in QUERIES:
+                for q in queries:
                     _forget_rankings(store)
                     tally.update(dict.fromkeys(tally, 0))
                     answer = store.search(q, limit=limit, max_tokens=budget).to_text()
@@ -253,7 +310,7 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, help="build the stores once in this folder")
     parser.add_argument("--counter", action="append", help="counter specs (default: the store's "
                         "and bpe:o200k_base)")  # fmt: skip
-    parser.add_argument("--sizes", default=None, help="2K,30K")
+    parser.add_argument("--sizes", default=None, help="2K,30K (default), JSON")
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--dump", type=Path, help="write what every search returned here")
     parser.add_argument("--work", action="store_true", help="count the tokenizer's work, not time")
@@ -272,27 +329,28 @@ def main() -> None:
         for size in sizes:
             store = _store(size, where)
             chunks = store.collection.count()
+            queries = _queries(size)
             if args.stages:
-                for q in QUERIES:  # warm both paths
+                for q in queries:  # warm both paths
                     store.search(q, limit=50, max_tokens=4000)
                     store.collection.query(query_texts=[q], n_results=50)
                 print(f"\nthe default search's stages, {chunks:,} chunks ({size} store), "
-                      f"{len(QUERIES)} queries x {rounds} rounds")  # fmt: skip
-                _stages(store, rounds)
+                      f"{len(queries)} queries x {rounds} rounds")  # fmt: skip
+                _stages(store, rounds, queries)
                 store.close()
                 continue
             if args.work:
                 print(f"\nthe tokenizer's work, {chunks:,} chunks ({size} store), medians of "
-                      f"{len(QUERIES)} queries, counter {store.counter.name}")  # fmt: skip
-                _work(store)
+                      f"{len(queries)} queries, counter {store.counter.name}")  # fmt: skip
+                _work(store, queries)
                 store.close()
                 continue
-            for q in QUERIES:  # warm both paths (caches, counters' data, the HNSW index)
+            for q in queries:  # warm both paths (caches, counters' data, the HNSW index)
                 for counter in counters:
                     store.search(q, limit=50, max_tokens=4000, counter=counter)
                 store.collection.query(query_texts=[q], n_results=50)
             print(f"\nsearch vs raw collection.query, {chunks:,} chunks ({size} store), "
-                  f"{len(QUERIES)} queries x {rounds} rounds, medians, ms", flush=True)  # fmt: skip
+                  f"{len(queries)} queries x {rounds} rounds, medians, ms", flush=True)  # fmt: skip
             print(f"{'counter':>16} {'mode':>8} {'limit':>5} {'budget':>6} {'raw':>7} "
                   f"{'search':>7} {'ratio':>6} {'goal':>5}")  # fmt: skip
             for counter in counters:
@@ -302,7 +360,7 @@ def main() -> None:
                         for limit in LIMITS:
                             raw, search = _measure(
                                 store, counter, evidence, limit, budget, rounds, dump[size]
-                                if size in dump else dump.setdefault(size, {}),
+                                if size in dump else dump.setdefault(size, {}), queries,
                             )  # fmt: skip
                             mode = "evidence" if evidence else "plain"
                             goal = f"{GOAL[limit]:.1f}x" if evidence else ""
