@@ -105,20 +105,15 @@ def main() -> None:
 
 def table(results: dict[str, Any]) -> str:
     """docs/store.md's table: each kind's ingest rate beside plain text's."""
-    lines = [
-        f"{results['files']} files of {results['pages']} pages of the same text per kind, "
-        "ingested into a fresh embedded store.",
-        "",
-        f"| kind | files/s | text kB/s | on disk kB ({results['files']} files) "
-        "| time vs plain text |",
-        "| --- | ---: | ---: | ---: | ---: |",
-    ]
-    lines += [
-        f"| {r['kind']} | {r['files_per_s']:.1f} | {r['text_kb_per_s']:,.0f} "
-        f"| {r['on_disk_kb']:,.0f} | {r['vs_txt']:.2f}x |"
-        for r in results["kinds"]
-    ]
-    return "\n".join(lines)
+    files = results["files"]
+    rows = [(r["kind"], f"{r['files_per_s']:.1f}", f"{r['text_kb_per_s']:,.0f}",
+             f"{r['on_disk_kb']:,.0f}", f"{r['vs_txt']:.2f}x")
+            for r in results["kinds"]]  # fmt: skip
+    head = ["kind", "files/s", "text kB/s", f"on disk kB ({files} files)", "time vs plain text"]
+    return (
+        f"{files} files of {results['pages']} pages of the same text per kind, ingested into a "
+        f"fresh embedded store.\n\n{doc_figures.grid(head, rows, 'lrrrr')}"
+    )
 
 
 if __name__ == "__main__":

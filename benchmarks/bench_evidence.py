@@ -299,17 +299,10 @@ ABLATED = {label.strip(): f"`{next(iter(change))}={next(iter(change.values()))}`
 
 
 def _hits_table(results: dict[str, Any], first: str, names: dict[str, str]) -> str:
-    n = results["questions"]
-    lines = [
-        f"| {first} | " + " | ".join(f"{b:,} tokens" for b in results["budgets"]) + " |",
-        "| --- |" + " --- |" * len(results["budgets"]),
-    ]
-    for key, label in names.items():
-        if key in results["strategies"]:
-            cells = [f"{100 * c['hits'] / n:.0f}%, {c['distinct']:.1f}"
-                     for c in results["strategies"][key]]  # fmt: skip
-            lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    n, cells = results["questions"], results["strategies"]
+    rows = [[label, *(f"{100 * c['hits'] / n:.0f}%, {c['distinct']:.1f}" for c in cells[key])]
+            for key, label in names.items() if key in cells]  # fmt: skip
+    return doc_figures.grid([first, *(f"{b:,} tokens" for b in results["budgets"])], rows)
 
 
 def table(results: dict[str, Any]) -> str:
@@ -348,13 +341,8 @@ def table_payload(results: dict[str, Any]) -> str:
     """docs/evidence.md's table: the share of an answer's tokens that is the results' text."""
     names = {"store before": "plain prefix (`evidence=False`)", "store now": "the default",
              "+ cap 2/file": "the default, `max_per_source=2`"}  # fmt: skip
-    lines = [
-        "| store | " + " | ".join(f"{b:,} tokens" for b in results["budgets"]) + " |",
-        "| --- |" + " --- |" * len(results["budgets"]),
-    ]
-    lines += [f"| {label} | " + " | ".join(f"{v:.0%}" for v in results["payload"][key]) + " |"
-              for key, label in names.items()]  # fmt: skip
-    return "\n".join(lines)
+    rows = [[label, *(f"{v:.0%}" for v in results["payload"][key])] for key, label in names.items()]
+    return doc_figures.grid(["store", *(f"{b:,} tokens" for b in results["budgets"])], rows)
 
 
 def table_ablation(results: dict[str, Any]) -> str:
@@ -366,10 +354,11 @@ def table_headline(results: dict[str, Any]) -> str:
     """The README's two rows: the store's default against a plain top-k prefix."""
     n, at = results["questions"], results["budgets"].index(1000)
     rows = {"store now": "the store's search (the default)", "top-k prefix": "a plain top-k prefix"}
-    lines = ["| at 1,000 tokens | the answer's file reaches the model for |", "| --- | ---: |"]
-    lines += [f"| {label} | {100 * results['strategies'][key][at]['hits'] / n:.0f}% of "
-              f"{n} questions |" for key, label in rows.items()]  # fmt: skip
-    return "\n".join(lines)
+    cells = [(label, f"{100 * results['strategies'][key][at]['hits'] / n:.0f}% of {n} questions")
+             for key, label in rows.items()]  # fmt: skip
+    return doc_figures.grid(
+        ["at 1,000 tokens", "the answer's file reaches the model for"], cells, "lr"
+    )
 
 
 def _header(rank: int, chunk: Chunk) -> str:

@@ -147,14 +147,10 @@ LABELS = {
 
 def _table(results: dict[str, Any], plugin: str) -> str:
     n = results["questions"]
-    lines = [
-        "| options | " + " | ".join(f"{b:,} tokens" for b in results["budgets"]) + " |",
-        "| --- |" + " --- |" * len(results["budgets"]),
-    ]
-    for key, cells in results["plugins"][plugin].items():
-        shown = [f"{100 * c['hits'] / n:.0f}%, {c['distinct']:.1f}" for c in cells]
-        lines.append(f"| {LABELS.get(key, key)} | " + " | ".join(shown) + " |")
-    return "\n".join(lines)
+    rows = [[LABELS.get(key, key), *(f"{100 * c['hits'] / n:.0f}%, {c['distinct']:.1f}"
+                                     for c in cells)]
+            for key, cells in results["plugins"][plugin].items()]  # fmt: skip
+    return doc_figures.grid(["options", *(f"{b:,} tokens" for b in results["budgets"])], rows)
 
 
 def table_langchain(results: dict[str, Any]) -> str:

@@ -124,32 +124,28 @@ def table(results: dict[str, Any]) -> str:
     """docs/store.md's table: what the lexical index costs a search, an ingest and the disk."""
     r = results
     rows = [
-        f"| a new search's first page, {s['search']} | {s['dense_ms']:.2f} ms by vectors, "
-        f"{s['hybrid_ms']:.2f} ms hybrid: {s['hybrid_ms'] / s['dense_ms']:.2f}x "
-        f"(median of the paired ratios {s['paired']:.2f}x; goal: at most 1.20x) |"
+        (f"a new search's first page, {s['search']}",
+         f"{s['dense_ms']:.2f} ms by vectors, {s['hybrid_ms']:.2f} ms hybrid: "
+         f"{s['hybrid_ms'] / s['dense_ms']:.2f}x (median of the paired ratios "
+         f"{s['paired']:.2f}x; goal: at most 1.20x)")
         for s in r["searches"]
-    ]
+    ]  # fmt: skip
     rows += [
-        "| a page read by cursor | no lexical work: the fused ranking is read from the snapshot |",
-        "| building the index from the collection (a store's first ingest, or one built before "
-        f"the index) | {r['index_build_s']:.2f} s, {r['index_build_s'] / r['ingest_s']:.0%} of "
-        f"the {r['ingest_s']:.1f} s ingest that wrote the chunks |",
-        "| what any other ingest that wrote adds, besides its chunks' rows "
-        f"| {r['resync_ms']:.0f} ms (listing the collection's ids) |",
-        f"| the index on disk | {r['index_mb']:.1f} MB of the store's {r['store_mb']:.1f} MB |",
-        f"| {r['rare']} questions naming a rare identifier, the file that answers ranked first "
-        f"| hybrid {r['rare_first_hybrid']}/{r['rare']}, vectors alone "
-        f"{r['rare_first_dense']}/{r['rare']} |",
-    ]
-    return "\n".join(
-        [
-            f"{r['chunks']:,} chunks of the standard library; searches are medians of "
-            f"{r['queries']} queries x {r['rounds']} rounds, the two ways interleaved.",
-            "",
-            "| what | figure |",
-            "| --- | --- |",
-            *rows,
-        ]
+        ("a page read by cursor", "no lexical work: the fused ranking is read from the snapshot"),
+        ("building the index from the collection (a store's first ingest, or one built before "
+         "the index)", f"{r['index_build_s']:.2f} s, {r['index_build_s'] / r['ingest_s']:.0%} of "
+         f"the {r['ingest_s']:.1f} s ingest that wrote the chunks"),
+        ("what any other ingest that wrote adds, besides its chunks' rows",
+         f"{r['resync_ms']:.0f} ms (listing the collection's ids)"),
+        ("the index on disk", f"{r['index_mb']:.1f} MB of the store's {r['store_mb']:.1f} MB"),
+        (f"{r['rare']} questions naming a rare identifier, the file that answers ranked first",
+         f"hybrid {r['rare_first_hybrid']}/{r['rare']}, vectors alone "
+         f"{r['rare_first_dense']}/{r['rare']}"),
+    ]  # fmt: skip
+    return (
+        f"{r['chunks']:,} chunks of the standard library; searches are medians of "
+        f"{r['queries']} queries x {r['rounds']} rounds, the two ways interleaved.\n\n"
+        + doc_figures.grid(["what", "figure"], rows)
     )
 
 

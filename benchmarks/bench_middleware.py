@@ -233,35 +233,38 @@ def table(results: dict[str, Any]) -> str:
     names = list(next(iter(results["against"].values())))
     heads = {"TokenBudget (exact)": "TokenBudget (exact, the default) / ResponseLimiting",
              "TokenBudget (o200k)": "TokenBudget (o200k) / ResponseLimiting"}  # fmt: skip
-    lines = [
-        "| Result | " + " | ".join(heads.get(n, n) for n in names) + " |",
-        "| --- |" + " --- |" * len(names),
-    ]
+    rows = []
     for tool, cells in results["against"].items():
-        shown = []
+        shown = [RESULT_LABELS.get(tool, tool)]
         for name in names:
             ratios = cells[name]["ratios"]
             each = ", ".join(f"{r:.2f}" for r in ratios)
             shown.append(
                 f"{statistics.median(ratios):.2f}x ({each}), +{cells[name]['added_ms']:.1f} ms"
             )
-        lines.append(f"| {RESULT_LABELS.get(tool, tool)} | " + " | ".join(shown) + " |")
-    return "\n".join(lines)
+        rows.append(shown)
+    verdicts = []
+    for name in names:
+        met = [RESULT_LABELS.get(tool, tool).replace(", ", " ")
+               for tool, cells in results["against"].items()
+               if tool != "small" and statistics.median(cells[name]["ratios"]) <= 3]  # fmt: skip
+        verdicts.append(f"with {name} on {', '.join(met) or 'none of them'}")
+    return (
+        doc_figures.grid(["Result", *(heads.get(n, n) for n in names)], rows)
+        + "\n\nThe goal, at most 3x the byte limiter on 200 KB and 2 MB results, is met "
+        + "; ".join(verdicts)
+        + "."
+    )
 
 
 def table_paging(results: dict[str, Any]) -> str:
     """docs/middleware.md's table: each `more` page's cost along one long line."""
     labels = {"exact": "exact (the default)", "tiktoken:o200k_base": "tiktoken o200k (bpe-openai)"}
-    lines = [
-        "| Counter | Pages | All pages | First 5 (median) | Last 5 (median) | Last / first |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
-    ]
-    lines += [
-        f"| {labels.get(r['counter'], r['counter'])} | {r['pages']} | {r['total_s']:.2f} s "
-        f"| {r['first_ms']:.1f} ms | {r['last_ms']:.1f} ms | {r['last_ms'] / r['first_ms']:.2f}x |"
-        for r in results["paging"]
-    ]
-    return "\n".join(lines)
+    head = ["Counter", "Pages", "All pages", "First 5 (median)", "Last 5 (median)", "Last / first"]
+    rows = [(labels.get(r["counter"], r["counter"]), r["pages"], f"{r['total_s']:.2f} s",
+             f"{r['first_ms']:.1f} ms", f"{r['last_ms']:.1f} ms",
+             f"{r['last_ms'] / r['first_ms']:.2f}x") for r in results["paging"]]  # fmt: skip
+    return doc_figures.grid(head, rows, "lrrrrr")
 
 
 if __name__ == "__main__":

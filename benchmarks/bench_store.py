@@ -122,15 +122,7 @@ def main() -> None:
 
 def table(results: dict[str, Any]) -> str:
     """docs/store.md's table: a budgeted search against the raw Chroma query it replaces."""
-    lines = [
-        f"`search(q, limit=50, max_tokens=4000)` against `collection.query(query_texts=[q], "
-        f"n_results=50)`, {results['chunks']:,} chunks of the stdlib, medians of "
-        f"{results['queries']} queries x {results['rounds']} rounds, interleaved:",
-        "",
-        "| counter | selection | raw query | search | ratio | one count of the answer "
-        "| results kept |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
-    ]
+    rows = []
     for r in results["searches"]:
         counter = r["counter"]
         if counter == results["store_counter"]:
@@ -138,11 +130,18 @@ def table(results: dict[str, Any]) -> str:
         else:
             counter = f"`{counter}`"
         selection = "evidence (the default)" if r["evidence"] else "plain prefix (goal: 1.15x)"
-        lines.append(
-            f"| {counter} | {selection} | {r['raw_ms']:.2f} ms | {r['search_ms']:.2f} ms "
-            f"| {r['search_ms'] / r['raw_ms']:.2f}x | {r['count_ms']:.2f} ms | {r['kept']:.1f} |"
-        )
-    return "\n".join(lines)
+        rows.append(
+            (counter, selection, f"{r['raw_ms']:.2f} ms", f"{r['search_ms']:.2f} ms",
+             f"{r['search_ms'] / r['raw_ms']:.2f}x", f"{r['count_ms']:.2f} ms", f"{r['kept']:.1f}")
+        )  # fmt: skip
+    head = ["counter", "selection", "raw query", "search", "ratio", "one count of the answer",
+            "results kept"]  # fmt: skip
+    return (
+        f"`search(q, limit=50, max_tokens=4000)` against `collection.query(query_texts=[q], "
+        f"n_results=50)`, {results['chunks']:,} chunks of the stdlib, medians of "
+        f"{results['queries']} queries x {results['rounds']} rounds, interleaved:\n\n"
+        + doc_figures.grid(head, rows, "llrrrrr")
+    )
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ import os
 import re
 import shlex
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import date
 from pathlib import Path
 from types import ModuleType
@@ -90,6 +90,14 @@ def save(script: str, results: dict[str, Any], *, key: str | None = None) -> Pat
     path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"wrote {path.relative_to(ROOT)}", flush=True)
     return path
+
+
+def grid(head: Sequence[str], rows: Iterable[Sequence[object]], align: str = "") -> str:
+    """A markdown table: `head`'s cells, then each row's; `align` gives each column `l` (the
+    default) or `r` (figures)."""
+    rule = ["---:" if a == "r" else "---" for a in align.ljust(len(head), "l")]
+    lines = [head, rule, *rows]
+    return "\n".join("| " + " | ".join(str(cell) for cell in line) + " |" for line in lines)
 
 
 def load(key: str) -> dict[str, Any]:
