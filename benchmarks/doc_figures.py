@@ -100,12 +100,16 @@ def grid(head: Sequence[str], rows: Iterable[Sequence[object]], align: str = "")
     return "\n".join("| " + " | ".join(str(cell) for cell in line) + " |" for line in lines)
 
 
+class NoResults(LookupError):
+    """A block names a run that has no JSON in `benchmarks/results/`."""
+
+
 def load(key: str) -> dict[str, Any]:
-    """The committed run `key` (`SystemExit` naming the file when there is none)."""
+    """The committed run `key` (`NoResults` naming the file and its benchmark when none)."""
     path = RESULTS / f"{key}.json"
     if not path.exists():
         msg = f"no {path.relative_to(ROOT)}: run benchmarks/{key.split('.')[0]}.py"
-        raise SystemExit(msg)
+        raise NoResults(msg)
     data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     return data
 
@@ -151,9 +155,20 @@ def blocks(text: str) -> Iterator[re.Match[str]]:
     return BLOCK.finditer(text)
 
 
-def rewritten(text: str) -> str:
-    """`text` with every block's body written afresh from its JSON."""
-    return BLOCK.sub(lambda m: f"{m['start']}{render(m['name'])}{m['end']}", text)
+def rewritten(text: str, missing: list[str] | None = None) -> str:
+    """`text` with every block's body written afresh from its JSON; a block without one is
+    left as it is and its message added to `missing` (raised when `missing` is None)."""
+
+    def block(m: re.Match[str]) -> str:
+        try:
+            return f"{m['start']}{render(m['name'])}{m['end']}"
+        except NoResults as error:
+            if missing is None:
+                raise
+            missing.append(str(error))
+            return m[0]
+
+    return BLOCK.sub(block, text)
 
 
 def names(text: str) -> list[str]:
@@ -163,13 +178,14 @@ def names(text: str) -> list[str]:
 
 def main(argv: list[str]) -> int:
     stale: list[str] = []
+    missing: list[str] = []
     for doc in DOCS:
         text = doc.read_text(encoding="utf-8")
         opened, closed = names(text), [m["name"] for m in blocks(text)]
         if opened != closed:
             print(f"{doc}: a figures marker without its end: {sorted(set(opened) - set(closed))}")
             return 1
-        new = rewritten(text)
+        new = rewritten(text, missing)
         if new == text:
             continue
         if "--check" in argv:
@@ -177,10 +193,11 @@ def main(argv: list[str]) -> int:
         else:
             doc.write_text(new, encoding="utf-8")
             print(f"rewrote {doc.relative_to(ROOT)}")
+    for message in missing:
+        print(message)
     if stale:
         print(f"out of date: {', '.join(stale)}: run benchmarks/doc_figures.py")
-        return 1
-    return 0
+    return 1 if stale or missing else 0
 
 
 if __name__ == "__main__":
