@@ -71,7 +71,7 @@ def main() -> None:
     print(f"{'raw tiktoken encode':>24} {total_chars / raw / 1e6:>8.2f} {1.0:>15.2f}x")
     results["counters"].append({"counter": "raw tiktoken", "mb_s": total_chars / raw / 1e6})
     bpe = get_counter("bpe:cl100k_base")  # ragbudget[bpe]: tiktoken's tokens
-    for tc in (est, tik, bpe, get_counter("chars:4")):
+    for tc in (est, tik, bpe, get_counter("exact"), get_counter("chars:4")):
         t = best(lambda k=tc: [k.count(x) for x in texts], 3)
         print(f"{tc.name:>24} {total_chars / t / 1e6:>8.2f} {raw / t:>15.2f}x")
         results["counters"].append({"counter": tc.name, "mb_s": total_chars / t / 1e6})
