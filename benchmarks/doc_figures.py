@@ -25,10 +25,20 @@ Hooking a benchmark in (`bench_search_cost.py` is next):
 2. In the same script, define `table(results: dict) -> str`: the markdown the block shows
    (rows, and any line a reader needs under them), from `results` alone. A second table of
    the same run is `table_<part>(results)`, shown by the marker `figures:<key>/<part>`.
-   Keep the script's heavy imports (Chroma, fastmcp, frameworks) inside its functions, or
-   cheap: the test imports each script to call its renderer.
+   `grid(head, rows, align)` writes the markdown table. Keep the script's heavy imports
+   (Chroma, fastmcp, frameworks) inside its functions, or cheap: the test imports each script
+   to call its renderer.
 3. Run the benchmark once, put the empty marker pair where the table goes, run this module,
-   and commit the JSON with the doc.
+   and commit the JSON with the doc. A `--quick` run is saved too, and its caption says so:
+   commit a full run unless one takes too long to repeat.
+
+For `bench_search_cost.py` that means: save its medians by store, counter, limit, budget and
+mode (default and `evidence=False`), against the raw query's; render docs/store.md's
+hand-kept `bench_search_cost` rows (its second **Figures** table) as `table(results)`, and
+the ratios docs/evidence.md's **Cost** paragraph quotes as a `table_cost(results)` block
+beside it (that paragraph then keeps its words and drops its figures). `--work` measures
+something else (the tokenizer's work): give it its own key (`save(..., key=
+"bench_search_cost.work")`) if a page is to show it.
 
 A block says what one run measured. Prose beside it should not repeat its figures (they would
 go stale); how a figure moved from one run to the next belongs in CHANGELOG.md.

@@ -57,3 +57,21 @@ def test_every_result_records_its_run() -> None:
         assert data["command"].startswith("uv run "), path.name
         assert data["date"] and data["cores"] and len(data["load_average"]) == 3, path.name
         assert (FIGURES.HERE / f"{data['bench']}.py").exists(), path.name
+
+
+def test_a_stale_block_is_written_afresh_and_a_missing_run_is_named() -> None:
+    name = BLOCKS[0][1]["name"]
+    stale = f"before\n<!-- figures:{name} -->\nold figures\n<!-- /figures:{name} -->\nafter\n"
+    fresh = FIGURES.rewritten(stale)
+    assert (
+        fresh
+        == f"before\n<!-- figures:{name} -->\n{FIGURES.render(name)}<!-- /figures:{name} -->\nafter\n"
+    )
+    unknown = "<!-- figures:bench_nothing -->\n<!-- /figures:bench_nothing -->\n"
+    with pytest.raises(FIGURES.NoResults, match="bench_nothing"):
+        FIGURES.rewritten(unknown)
+    missing: list[str] = []
+    assert FIGURES.rewritten(unknown, missing) == unknown
+    assert missing == ["no benchmarks/results/bench_nothing.json: run benchmarks/bench_nothing.py"]
+    unclosed = f"<!-- figures:{name} -->\ntext\n"
+    assert FIGURES.names(unclosed) == [name] and not list(FIGURES.blocks(unclosed))
