@@ -37,8 +37,12 @@ format: bootstrap
 	$(RUN) ruff format .
 	$(RUN) ruff check --fix .
 
+# Every benchmark, then the docs' figures blocks rewritten from the results they wrote
+# (benchmarks/results/*.json; tests/test_doc_figures.py checks the two agree), even when a
+# benchmark failed (make bench still fails then).
 bench: bootstrap
-	$(RUN) python benchmarks/run_all.py
+	$(RUN) python benchmarks/run_all.py; status=$$?; \
+	$(RUN) python benchmarks/doc_figures.py && exit $$status
 
 bench-estimator: bootstrap
 	$(RUN) python tools/estimator/calibrate.py

@@ -36,6 +36,7 @@ whose file the vectors do not rank first.
 from __future__ import annotations
 
 import logging
+import re
 import statistics
 import sys
 import tempfile
@@ -46,6 +47,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 import bench_evidence
+import doc_figures
 from _answer_set import (
     AnswerSet,
     Pieces,
@@ -116,7 +118,7 @@ def main() -> None:
     offline_tiktoken()
     logging.getLogger("ragbudget").setLevel(logging.ERROR)
     logging.getLogger("ragbudget_server").setLevel(logging.ERROR)
-    name = _option("--set") or "a"
+    name = set_name = _option("--set") or "a"
     try:
         answers = load(set_path(name))
     except ValueError as error:
@@ -169,6 +171,12 @@ def main() -> None:
         }
         header = "".join(f"{f'{b:,} tok':>22}" for b in BUDGETS)
         print(f"\n{'strategy':<20}{header}   (answer in context, of {n}; budget used, median)")
+        results: dict[str, Any] = {
+            "set": set_name, "embedding": store.stats().embedding, "files": len(answers.corpus),
+            "chunks": chunks, "questions": n, "cjk": cjk, "ingest_s": ingest_s,
+            "search_ms": median_ms, "budgets": list(BUDGETS), "candidates": CANDIDATES,
+            "strategies": {}, "ranking": {},
+        }  # fmt: skip
         for name, strategy in strategies.items():
             cells = []
             for b in BUDGETS:
@@ -177,6 +185,9 @@ def main() -> None:
                     pieces, tokens = strategy(qi, b)
                     hits += answered(item, pieces, STDLIB)
                     used.append(tokens / b)
+                results["strategies"].setdefault(name, []).append(
+                    {"hits": hits, "used": statistics.median(used)}
+                )
                 cells.append(
                     f"{hits:>3}/{n} {100 * hits / n:>4.0f}% {100 * statistics.median(used):>4.0f}%"
                 )
@@ -190,6 +201,14 @@ def main() -> None:
                 f"{label}: answer's file ranked first {sum(r == 1 for r in places)}/{n}; "
                 f"mean reciprocal rank {statistics.mean(map(reciprocal_rank, places)):.2f}"
             )
+            results["ranking"][label] = {
+                "first": sum(r == 1 for r in places),
+                "mrr": statistics.mean(map(reciprocal_rank, places)),
+                "passage_in_candidates": sum(
+                    answered(item, [(c.metadata["source"], c.text) for c in r], STDLIB)
+                    for item, r in zip(questions, ranking, strict=True)
+                ),
+            }
         ranks = [file_rank(item, [c.metadata["source"] for c in r], STDLIB)
                  for item, r in zip(questions, ranked, strict=True)]  # fmt: skip
         first = sum(r == 1 for r in ranks)
@@ -206,6 +225,36 @@ def main() -> None:
                     print(f"  file rank {r}: {item.q}  [{item.file}]")
         store.close()
     print(f"\n({time.perf_counter() - begin:.0f} s)")
+    key = f"bench_answer_in_context.{set_name}"
+    if embedding != "hashing":  # another embedding's run: a file of its own
+        key += "_" + re.sub(r"\W+", "_", Path(embedding).name)
+    doc_figures.save(__file__, results, key=key)
+
+
+def table(results: dict[str, Any]) -> str:
+    """docs/retrieval-quality.md's table for one held-out set: the answer in context, by
+    strategy and budget, then the ranking's own figures."""
+    n = results["questions"]
+    labels = {"evidence (default)": "evidence, hybrid (default)", "plain": "plain, hybrid"}
+    rows = []
+    for name, cells in results["strategies"].items():
+        used = sorted(c["used"] for c in cells)
+        shown = [f"{c['hits']}/{n} ({c['hits'] / n:.0%})" for c in cells]
+        rows.append([labels.get(name, name), *shown, f"{used[0]:.0%}-{used[-1]:.0%}"])
+    head = ["strategy", *(f"{b:,} tokens" for b in results["budgets"]), "budget used"]
+    hybrid, dense = results["ranking"]["hybrid"], results["ranking"]["dense"]
+    return (
+        f"Set {results['set']}: {n} questions ({results['cjk']} in Chinese, Japanese or Korean) "
+        f"over {results['files']} files, {results['chunks']:,} chunks, embedding "
+        f"`{results['embedding']}`.\n\n"
+        + doc_figures.grid(head, rows)
+        + f"\n\nThe answering file ranked first (among the distinct files of the "
+        f"{results['candidates']} best chunks): hybrid {hybrid['first']}/{n} (mean reciprocal "
+        f"rank {hybrid['mrr']:.2f}), vectors alone {dense['first']}/{n} ({dense['mrr']:.2f}). "
+        f"A chunk holding the passage among the {results['candidates']} best: hybrid "
+        f"{hybrid['passage_in_candidates']}/{n}, vectors alone "
+        f"{dense['passage_in_candidates']}/{n}."
+    )
 
 
 if __name__ == "__main__":

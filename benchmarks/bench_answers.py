@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import statistics
+import sys
 import sysconfig
 import tempfile
 from pathlib import Path
@@ -31,6 +32,9 @@ from ragbudget import get_counter, use_bundled_tiktoken_files
 from ragbudget_server.mcp import ServerSettings, create_server
 from ragbudget_server.mcp.answers import SearchAnswer
 from ragbudget_server.store import DocumentStore
+
+sys.path.insert(0, str(Path(__file__).parent))
+import doc_figures
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 CORPUS = ["json", "email", "logging", "textwrap.py", "pydoc_data/topics.py", "csv.py"]
@@ -64,7 +68,7 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def _measure(db: Path) -> None:
+async def _measure(db: Path) -> dict[str, Any]:
     cl100k, o200k = get_counter("tiktoken:cl100k_base"), get_counter("tiktoken:o200k_base")
     estimate = get_counter("estimate")
     server = create_server(ServerSettings(db=db))  # the defaults a new user gets
@@ -81,7 +85,7 @@ async def _measure(db: Path) -> None:
                     args = {"query": query, "max_tokens": budget, "limit": 50, "format": fmt}
                     result = await client.call_tool_mcp("search", args)
                     text = _visible(result)
-                    response = SearchAnswer.model_validate(result.structured_content)
+                    response = SearchAnswer.model_validate((result.meta or {})["ragbudget"])
                     payload = sum(
                         cl100k.count(_shown_lines(r.source, r.start_line, r.end_line))
                         for r in response.results
@@ -99,6 +103,7 @@ async def _measure(db: Path) -> None:
 
         print("\n2. largest answer at the server's defaults (max_tokens=1,000,000 asked)")
         print(f"{'call':>34} {'cl100k':>7} {'o200k':>7}")
+        largest = []
         calls = [
             ("search", {"query": "operator precedence", "max_tokens": 1_000_000, "limit": 200}),
             ("search", {"query": "string literal", "max_tokens": 1_000_000, "limit": 200,
@@ -113,6 +118,8 @@ async def _measure(db: Path) -> None:
             text = _visible(result)
             label = f"{name} ({args.get('format', 'text')})"
             print(f"{label:>34} {cl100k.count(text):>7,} {o200k.count(text):>7,}")
+            largest.append({"call": name, "format": args.get("format", "text"),
+                            "cl100k": cl100k.count(text), "o200k": o200k.count(text)})  # fmt: skip
 
     print("\n3. the default estimate's under-count on rendered answers (share of real tokens)")
     print(f"{'format':>6} {'vs':>7} {'median':>7} {'p99':>7} {'max':>7} {'n':>4}")
@@ -121,6 +128,15 @@ async def _measure(db: Path) -> None:
             f"{fmt:>6} {name:>7} {statistics.median(values):>7.1%} {_pct(values, 0.99):>7.1%} "
             f"{max(values):>7.1%} {len(values):>4}"
         )
+    return {
+        "budgets": BUDGETS, "queries": len(QUERIES),
+        "shares": {fmt: [statistics.median(shares[fmt, b]) for b in BUDGETS]
+                   for fmt in ("text", "json")},
+        "largest": largest,
+        "under": [{"format": fmt, "vs": name, "median": statistics.median(values),
+                   "p99": _pct(values, 0.99), "max": max(values), "n": len(values)}
+                  for (fmt, name), values in sorted(under.items())],
+    }  # fmt: skip
 
 
 def main() -> None:
@@ -132,7 +148,31 @@ def main() -> None:
         store = DocumentStore(path=db)  # the defaults: exact counter, hashing embedding
         store.ingest([STDLIB / name for name in CORPUS])
         store.close()
-        asyncio.run(_measure(db))
+        results = asyncio.run(_measure(db))
+    doc_figures.save(__file__, results)
+
+
+def table(results: dict[str, Any]) -> str:
+    """docs/answers.md's table: the share of an answer's tokens that is the results' text."""
+    labels = {"text": "text (default)", "json": "json"}
+    rows = [[labels[fmt], *(f"{v:.0%}" for v in values)]
+            for fmt, values in results["shares"].items()]  # fmt: skip
+    return doc_figures.grid(["format", *(f"{b:,}" for b in results["budgets"])], rows)
+
+
+def table_largest(results: dict[str, Any]) -> str:
+    """docs/answers.md's table: the largest answer at the server's defaults."""
+    rows = [(f"`{r['call']}`, {r['format']}", f"{r['cl100k']:,}", f"{r['o200k']:,}")
+            for r in results["largest"]]  # fmt: skip
+    return doc_figures.grid(["call", "cl100k", "o200k"], rows, "lrr")
+
+
+def table_under(results: dict[str, Any]) -> str:
+    """docs/answers.md's table: how far the default estimate under-counts rendered answers."""
+    rows = [(r["format"], r["vs"], f"{r['median']:.1%}", f"{r['p99']:.1%}", f"{r['max']:.1%}",
+             r["n"]) for r in results["under"]]  # fmt: skip
+    head = ["format", "against", "median", "99th percentile", "largest", "answers"]
+    return doc_figures.grid(head, rows, "llrrrr")
 
 
 if __name__ == "__main__":

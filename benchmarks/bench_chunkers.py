@@ -40,8 +40,12 @@ import sysconfig
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ragbudget import TokenCounter, get_counter, use_bundled_tiktoken_files
+
+sys.path.insert(0, str(Path(__file__).parent))
+import doc_figures
 
 use_bundled_tiktoken_files()
 
@@ -251,17 +255,26 @@ def main() -> int:
     estimate = get_counter("estimate")
     exact = get_counter("tiktoken:cl100k_base")
     cols = ["chunks", "MB/s", "fill", "tiny%", "over", "line%", "para%", "sent%", "struct%"]
+    results: dict[str, Any] = {
+        "max_tokens": MAX_TOKENS, "overlap": OVERLAP,
+        "corpora": {corpus: sum(len(t) for _, t in docs) for corpus, docs in data.items()},
+        "counters": {}, "overlapped": {},
+    }  # fmt: skip
     for counter in (estimate, exact):
         print(f"\n## counter {counter.name}, max_tokens={MAX_TOKENS}")
+        by_corpus = results["counters"].setdefault(counter.name, {})
         for corpus, docs in data.items():
             size = sum(len(t) for _, t in docs)
             print(f"\n{corpus}: {len(docs)} files, {size:,} chars")
             print(f"{'chunker':<18}" + "".join(f"{c:>9}" for c in cols))
             for name, fn in CANDIDATES.items():
                 try:
-                    print(_row(name, measure(docs, fn, counter), cols), flush=True)
+                    m = measure(docs, fn, counter)
+                    print(_row(name, m, cols), flush=True)
                 except ImportError as exc:
+                    m = None
                     print(f"{name:<18} n/a: {exc} (pip install tree-sitter-python)", flush=True)
+                by_corpus.setdefault(corpus, {})[name] = m
     print(f"\n## overlap={OVERLAP} tokens on the python corpus, counter {estimate.name}")
     cols = ["chunks", "MB/s", "fill", "over", "ovl%", "ovl_tok", "struct%"]
     print(f"{'chunker':<18}" + "".join(f"{c:>9}" for c in cols))
@@ -270,10 +283,69 @@ def main() -> int:
             print(f"{name:<18} n/a: RecursiveChunker has no overlap (a refinery adds context)")
             continue
         try:
-            print(_row(name, measure(data["python"], fn, estimate, OVERLAP), cols), flush=True)
+            m = measure(data["python"], fn, estimate, OVERLAP)
+            print(_row(name, m, cols), flush=True)
+            results["overlapped"][name] = m
         except ImportError as exc:
             print(f"{name:<18} n/a: {exc} (pip install tree-sitter-python)", flush=True)
+    doc_figures.save(__file__, results)
     return 0
+
+
+LABELS = {
+    "sts text": "semantic-text-splitter `TextSplitter`",
+    "sts structured": "semantic-text-splitter structured (`CodeSplitter` tree-sitter / "
+    "`MarkdownSplitter`)",
+    "semchunk": "semchunk",
+    "chonkie recursive": "chonkie `RecursiveChunker`",
+    "ragbudget": "**ragbudget `chunk_text`**",
+}
+
+
+FORMATS = {"MB/s": ".2f", "fill": ".2f", "tiny%": ".1f", "over": ".0f", "para%": ".0f",
+           "struct%": ".0f"}  # fmt: skip
+
+
+def _cells(m: dict[str, float] | None, cols: list[str]) -> list[str]:
+    return ["n/a" if m is None else format(m[c], FORMATS[c]) for c in cols]
+
+
+def table(results: dict[str, Any]) -> str:
+    """docs/chunking.md's table: the chunkers on code and markdown, by exact cl100k counts."""
+    by = results["counters"]["tiktoken:cl100k_base"]
+    py_cols = ["MB/s", "fill", "tiny%", "over", "para%", "struct%"]
+    md_cols = ["MB/s", "fill", "over", "para%", "struct%"]
+    rows = [[label, *_cells(by["python"][name], py_cols), *_cells(by["markdown"][name], md_cols)]
+            for name, label in LABELS.items()]  # fmt: skip
+    head = ["counter cl100k_base", "python MB/s", "fill", "tiny%", "over", "para%", "def%",
+            "markdown MB/s", "fill", "over", "para%", "heading%"]  # fmt: skip
+    sizes = results["corpora"]
+    return (
+        f"`max_tokens={results['max_tokens']}`; {sizes['python'] // 1000}K characters of "
+        f"standard-library Python, {sizes['markdown'] // 1000}K of markdown:\n\n"
+        + doc_figures.grid(head, rows, "l" + "r" * 11)
+    )
+
+
+def table_estimate(results: dict[str, Any]) -> str:
+    """docs/chunking.md's table: the same chunkers driven by the default estimate."""
+    by = results["counters"]["estimate"]
+    corpora = list(results["corpora"])
+    rows = []
+    for name, label in LABELS.items():
+        ms = [by[c][name] for c in corpora]
+        rows.append([label, *("n/a" if m is None else f"{m['MB/s']:.2f}" for m in ms),
+                     str(sum(int(m["over"]) for m in ms if m is not None))])  # fmt: skip
+    head = ["counter estimate", *(f"{c} MB/s" for c in corpora), "over, all corpora"]
+    return doc_figures.grid(head, rows, "l" + "r" * (len(corpora) + 1))
+
+
+def table_overlap(results: dict[str, Any]) -> str:
+    """docs/chunking.md's table: overlap on the python corpus, by the estimate."""
+    rows = [(LABELS[name], f"{m['ovl%']:.0f}%", f"{m['ovl_tok']:.1f}")
+            for name, m in results["overlapped"].items()]  # fmt: skip
+    head = [f"`overlap={results['overlap']}`, estimate", "pairs that overlap", "mean tokens"]
+    return doc_figures.grid(head, rows, "lrr")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import sys
 import sysconfig
 import tempfile
 from pathlib import Path
@@ -26,6 +27,9 @@ from ragbudget import get_counter, use_bundled_tiktoken_files
 from ragbudget.limits import DEFAULT_PROFILE, PROFILES
 from ragbudget_server.mcp import ServerSettings, create_server
 from ragbudget_server.store import DocumentStore
+
+sys.path.insert(0, str(Path(__file__).parent))
+import doc_figures
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 BUDGETS = [8192, 30_000, 1_000_000]
@@ -62,14 +66,18 @@ async def _largest(db: Path, name: str, topics: str) -> tuple[int, int, int]:
     return max(sizes)
 
 
-async def _measure(db: Path) -> None:
+async def _measure(db: Path) -> list[dict[str, Any]]:
     topics = str(STDLIB / "pydoc_data" / "topics.py")
+    rows = []
     print(f"{'profile':<15}{'walls':<47}{'chars':>8}{'bytes':>8}{'o200k':>8}")
     for profile in (*PROFILES, DEFAULT_PROFILE):
         chars, size, tokens = await _largest(db, profile.sends or "some-other-agent", topics)
         print(
             f"{profile.name:<15}{profile.walls().describe():<47}{chars:>8,}{size:>8,}{tokens:>8,}"
         )
+        rows.append({"profile": profile.name, "walls": profile.walls().describe(),
+                     "chars": chars, "bytes": size, "o200k": tokens})  # fmt: skip
+    return rows
 
 
 def main() -> None:
@@ -80,7 +88,15 @@ def main() -> None:
         store = DocumentStore(path=db)
         store.ingest([STDLIB / "pydoc_data" / "topics.py", STDLIB / "json"])
         store.close()
-        asyncio.run(_measure(db))
+        rows = asyncio.run(_measure(db))
+    doc_figures.save(__file__, {"budgets": BUDGETS, "profiles": rows})
+
+
+def table(results: dict[str, Any]) -> str:
+    """docs/mcp.md's table: each profile's largest answer against its walls."""
+    rows = [(r["profile"], r["walls"], f"{r['chars']:,}", f"{r['bytes']:,}", f"{r['o200k']:,}")
+            for r in results["profiles"]]  # fmt: skip
+    return doc_figures.grid(["profile", "walls", "chars", "bytes", "o200k"], rows, "llrrr")
 
 
 if __name__ == "__main__":

@@ -1,16 +1,17 @@
 """Search cursors through `ragbudget serve`: whole-store walks over stdio, over HTTP, and across
-a server restart, on a store of over 5,000 chunks (issue 39).
+a server restart, on a store of several thousand chunks (issue 39).
 
-The store: the standard library's `json` and `logging` packages in 16-token chunks (~5,300
-chunks of real code and docstrings, a line or two each; the default index). Each of 20 queries
-is walked by `cursor` to its end, every other one through a `ragbudget serve` process over
-stdio (the official `mcp` SDK's `ClientSession`), the rest through one over streamable HTTP
-(fastmcp's `Client`), each transport in plain and evidence mode at several limits and budgets
-(the default client profile's walls: 9,000 tokens, 40,000 characters); one more walk goes half over
-stdio, that process stopped, and the rest through a new process over HTTP. A walk counts the
-chunks its pages account for (`SearchAnswer.accounted_ids()`: shown, merged, duplicate or
-capped) against every chunk of the store: missing and repeated must be 0. Prints a line a
-walk and the time; exits 1 if a walk missed, repeated or did not end.
+The store: the standard library's `json` and `logging` packages in 16-token chunks (about 5,000
+chunks of real code and docstrings, a line or two each, by the Python at hand; the default
+index). Each of 20 queries is walked by `cursor` to its end, every other one through a
+`ragbudget serve` process over stdio (the official `mcp` SDK's `ClientSession`), the rest
+through one over streamable HTTP (fastmcp's `Client`), each transport in plain and evidence mode
+at several limits and budgets (the default client profile's walls: 9,000 tokens, 40,000
+characters); one more walk reads its first `RESTART_AFTER` pages over stdio, that process
+stopped, and the rest through a new process over HTTP. A walk counts the chunks its pages
+account for (`SearchAnswer.accounted_ids()`: shown, merged, duplicate or capped) against every
+chunk of the store: missing and repeated must be 0. Prints a line a walk and the time; exits 1
+if a walk missed, repeated or did not end.
 
     uv run --all-packages python benchmarks/bench_cursor_walks.py
 """
@@ -37,6 +38,9 @@ from mcp.client.stdio import stdio_client
 from ragbudget_server.mcp.answers import SearchAnswer
 from ragbudget_server.store import DocumentStore
 
+sys.path.insert(0, str(Path(__file__).parent))
+import doc_figures
+
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 PACKAGES = ["json", "logging"]
 CHUNK_TOKENS = 16
@@ -57,6 +61,10 @@ SHAPES: list[dict[str, Any]] = [  # the default profile's walls stop answers at 
     {"limit": 120, "max_tokens": 6_000, "evidence": True, "max_per_source": 40},
 ]
 MOST_PAGES = 2000
+RESTART_AFTER = 10
+"""Pages of the restart walk read over stdio before that process stops (a walk reads 20-45)."""
+WALKS: list[dict[str, Any]] = []
+"""Each walk's figures, as `_line` prints them."""
 
 Call = Callable[[dict[str, Any]], Awaitable[SearchAnswer]]
 
@@ -69,10 +77,10 @@ def _env() -> dict[str, str]:
 
 
 def _answer(result: Any) -> SearchAnswer:
-    """A `search` tool result's structured content (an error result stops the run)."""
+    """A `search` tool result's page, `_meta["ragbudget"]` (an error result stops the run)."""
     if result.is_error:
         raise RuntimeError(f"search failed: {result.content}")
-    return SearchAnswer.model_validate(result.structured_content)
+    return SearchAnswer.model_validate((result.meta or {})["ragbudget"])
 
 
 @contextlib.asynccontextmanager
@@ -154,6 +162,8 @@ def _line(where: str, ask: dict[str, Any], pages: int, seen: Counter[str], every
     print(f"{where:<8} {ask['query'][:30]:<30} {shape:<44} {pages:>5} {len(seen):>9} "
           f"{missing:>7} {repeated:>8} {'yes' if ended else 'NO':>5} {seconds:>6.1f}",
           flush=True)  # fmt: skip
+    WALKS.append({"via": where, "pages": pages, "accounted": len(seen), "missing": missing,
+                  "repeated": repeated, "ended": ended, "seconds": seconds})  # fmt: skip
     return missing + (0 if ended else 1), repeated
 
 
@@ -175,7 +185,7 @@ async def _walks(db: Path, every: set[str]) -> int:
     seen = Counter()
     start = time.perf_counter()
     async with _stdio(db) as call:
-        cursor, first = await _pages(call, ask, seen, None, 25)
+        cursor, first = await _pages(call, ask, seen, None, RESTART_AFTER)
     if cursor is None:
         raise RuntimeError("the walk ended before the restart: ask for smaller pages")
     async with _http(db) as call:
@@ -204,7 +214,38 @@ def main() -> int:
         f"{len(QUERIES) + 1} walks, every chunk accounted once in each: "
         f"{'yes' if bad == 0 else 'NO'}; {total:.0f} s in all"
     )
+    doc_figures.save(
+        __file__,
+        {"chunks": len(every), "packages": PACKAGES, "chunk_tokens": CHUNK_TOKENS,
+         "restart_after": RESTART_AFTER, "seconds": total, "walks": WALKS},
+    )  # fmt: skip
     return 0 if bad == 0 else 1
+
+
+def table(results: dict[str, Any]) -> str:
+    """docs/mcp.md's table: whole-store walks by cursor, by transport."""
+    labels = {"stdio": "over stdio", "http": "over streamable HTTP",
+              "restart": f"{results['restart_after']} pages over stdio, the rest from a new "
+                         "process over HTTP"}  # fmt: skip
+    rows = []
+    for via, label in labels.items():
+        walks = [w for w in results["walks"] if w["via"] == via]
+        pages = sorted(w["pages"] for w in walks)
+        seconds = sorted(w["seconds"] for w in walks)
+        rows.append(
+            (label, len(walks), f"{pages[0]}-{pages[-1]}" if len(walks) > 1 else pages[0],
+             f"{sum(w['ended'] for w in walks)}", f"{sum(w['missing'] for w in walks)}",
+             f"{sum(w['repeated'] for w in walks)}",
+             f"{seconds[0]:.0f}-{seconds[-1]:.0f} s" if len(walks) > 1 else f"{seconds[0]:.0f} s")
+        )  # fmt: skip
+    head = ["walks", "how many", "pages a walk", "ended", "missing", "repeated", "a walk took"]
+    return (
+        f"A store of {results['chunks']:,} chunks (the standard library's "
+        f"{' and '.join(f'`{p}`' for p in results['packages'])}, {results['chunk_tokens']}-token "
+        "chunks); each walk counts the chunks its pages account for against every chunk of the "
+        f"store. The run took {results['seconds']:.0f} s.\n\n"
+        + doc_figures.grid(head, rows, "lrrrrrr")
+    )
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
+import doc_figures
 from _corpus import STDLIB, offline_tiktoken
 from ragbudget import Chunk, fit
 from ragbudget.counters import TokenCounter
@@ -170,6 +171,9 @@ def store_search(store: DocumentStore, name: str, **options: Any) -> Callable[[s
     return run
 
 
+STORE: dict[str, int] = {}
+"""The benchmark store's files and chunks, once built."""
+
 Record = tuple[str, str, dict[str, Any], float]
 """A ranked candidate: id, text, metadata, score."""
 
@@ -179,6 +183,7 @@ def ranked_records(tmp: Path) -> tuple[DocumentStore, list[list[Record]]]:
     `CANDIDATES` best records in rank order, as the store's own ranking gives them."""
     store = DocumentStore(path=tmp / "db")
     report = store.ingest([STDLIB / p for p in PACKAGES])
+    STORE.update(files=report.files_ingested, chunks=report.chunks_added)
     print(f"store: the stdlib's {', '.join(PACKAGES)}: {report.files_ingested} files, "
           f"{report.chunks_added} chunks; counter {store.counter.name}; {len(QUESTIONS)} "
           f"questions; {CANDIDATES} ranked candidates each")  # fmt: skip
@@ -209,6 +214,7 @@ def main() -> None:
         ceiling = sum(bool(a & {c.metadata["source"] for c in r}) for a, r in
                       zip(answers, ranked, strict=True))  # fmt: skip
         print(f"answer file among the {CANDIDATES} candidates: {ceiling}/{len(QUESTIONS)}")
+        cells_of: dict[str, list[dict[str, float]]] = {}
 
         strategies: dict[str, Callable[[int, int], Pieces]] = {
             "top-k prefix": lambda qi, b: top_k_prefix(ranked[qi], b, tc, QUESTIONS[qi][0]),
@@ -257,13 +263,102 @@ def main() -> None:
                     distinct += len(sources)
                 n = len(QUESTIONS)
                 cells.append(f"{100 * hits / n:>5.0f}% {distinct / n:>4.1f}")
+                cells_of.setdefault(name.strip(), []).append(
+                    {"hits": hits, "distinct": distinct / n}
+                )
             print(f"{name:<16}" + "".join(f"{c:>12}" for c in cells))
         print("\npayload: the results' own text / the whole answer's tokens (store's counter), "
               "median")  # fmt: skip
         for name in searches:
             cells = [f"{statistics.median(PAYLOAD[name, b]):>11.0%}" for b in BUDGETS]
             print(f"{name:<16}" + "".join(f"{c:>12}" for c in cells))
-    print(f"\n({time.perf_counter() - begin:.0f} s)")
+    seconds = time.perf_counter() - begin
+    print(f"\n({seconds:.0f} s)")
+    doc_figures.save(
+        __file__,
+        {
+            **STORE, "packages": list(PACKAGES), "questions": len(QUESTIONS),
+            "candidates": CANDIDATES, "ceiling": ceiling, "budgets": list(BUDGETS),
+            "seconds": seconds, "strategies": cells_of,
+            "payload": {name.strip(): [statistics.median(PAYLOAD[name, b]) for b in BUDGETS]
+                        for name in searches},
+        },
+    )  # fmt: skip
+
+
+LABELS = {
+    "top-k prefix": "top-k prefix (`fit`)",
+    "equal cuts": "equal cuts (LlamaIndex `PromptHelper`, top 10)",
+    "store before": "store, plain prefix (`evidence=False`)",
+    "store now": "**store** (the default, `evidence=True`)",
+    "+ cap 2/file": "store, `max_per_source=2`",
+    "select()": "`select()` defaults",
+}
+ABLATED = {label.strip(): f"`{next(iter(change))}={next(iter(change.values()))}`"
+           for label, change in ABLATION.items()}  # fmt: skip
+
+
+def _hits_table(results: dict[str, Any], first: str, names: dict[str, str]) -> str:
+    n, cells = results["questions"], results["strategies"]
+    rows = [[label, *(f"{100 * c['hits'] / n:.0f}%, {c['distinct']:.1f}" for c in cells[key])]
+            for key, label in names.items() if key in cells]  # fmt: skip
+    return doc_figures.grid([first, *(f"{b:,} tokens" for b in results["budgets"])], rows)
+
+
+def table(results: dict[str, Any]) -> str:
+    """docs/evidence.md's table: how often the answer's file reaches the model, by strategy."""
+    return (
+        f"The stdlib's {', '.join(results['packages'])} ({results['files']} files, "
+        f"{results['chunks']:,} chunks), {results['questions']} questions, the answer's file among "
+        f"the {results['candidates']} ranked candidates for {results['ceiling']}. Each cell: the "
+        "share of questions whose answer file is among the results, and the distinct files "
+        "shown, on average.\n\n"
+        + _hits_table(results, "strategy", LABELS)
+        + "\n\n"
+        + _goal(results)
+    )
+
+
+def _goal(results: dict[str, Any]) -> str:
+    """Whether the store's default and `select()` meet the goal, in this run."""
+    s, at = results["strategies"], results["budgets"].index(1000)
+
+    def met(key: str) -> bool:
+        floor = [c["hits"] for c in s["store before"]]
+        return s[key][at]["hits"] >= 0.75 * results["questions"] and all(
+            c["hits"] >= f for c, f in zip(s[key], floor, strict=True)
+        )
+
+    who = {"store now": "the store's default", "select()": "`select()`"}
+    verdicts = [f"{'met' if met(k) else '**not met**'} by {name}" for k, name in who.items()]
+    return (
+        "The goal, the answer's file for 75% of the questions at 1,000 tokens and never fewer "
+        f"than the plain prefix at any budget: {' and '.join(verdicts)}."
+    )
+
+
+def table_payload(results: dict[str, Any]) -> str:
+    """docs/evidence.md's table: the share of an answer's tokens that is the results' text."""
+    names = {"store before": "plain prefix (`evidence=False`)", "store now": "the default",
+             "+ cap 2/file": "the default, `max_per_source=2`"}  # fmt: skip
+    rows = [[label, *(f"{v:.0%}" for v in results["payload"][key])] for key, label in names.items()]
+    return doc_figures.grid(["store", *(f"{b:,} tokens" for b in results["budgets"])], rows)
+
+
+def table_ablation(results: dict[str, Any]) -> str:
+    """docs/evidence.md's table: `select()` with one option changed (the `--ablation` run)."""
+    return _hits_table(results, "`select()` with", ABLATED)
+
+
+def table_headline(results: dict[str, Any]) -> str:
+    """The README's two rows: the store's default against a plain top-k prefix."""
+    n, at = results["questions"], results["budgets"].index(1000)
+    rows = {"store now": "the store's search (the default)", "top-k prefix": "a plain top-k prefix"}
+    cells = [(label, f"{100 * results['strategies'][key][at]['hits'] / n:.0f}% of {n} questions")
+             for key, label in rows.items()]  # fmt: skip
+    return doc_figures.grid(
+        ["at 1,000 tokens", "the answer's file reaches the model for"], cells, "lr"
+    )
 
 
 def _header(rank: int, chunk: Chunk) -> str:

@@ -31,6 +31,8 @@ from typing import Any
 from mcp import Client, StdioServerParameters
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).parent))
+import doc_figures
 from node_servers import (
     EVERYTHING,
     FILESYSTEM,
@@ -41,6 +43,8 @@ from node_servers import (
 
 GUARD = [sys.executable, "-c", "from ragbudget_server.cli import main; main()", "guard"]
 ROUNDS = {"small": 60, "large": 12}
+ROWS: list[dict[str, Any]] = []
+"""Each comparison's medians, as printed."""
 LOG = "".join(f"{i:06d} INFO GET /api/items/{i} status=200 took={i % 97}ms\n" for i in range(8000))
 
 
@@ -67,6 +71,7 @@ async def compare(
                 times[name].append(await timed(client, tool, arguments))
         plain, wrapped = (statistics.median(times[k]) for k in ("direct", "guard"))
         print(f"| {label} | {size} | {plain:7.1f} | {wrapped:7.1f} | {wrapped - plain:+7.1f} |")
+        ROWS.append({"server": label, "size": size, "direct_ms": plain, "guard_ms": wrapped})
 
 
 @contextlib.asynccontextmanager
@@ -117,6 +122,24 @@ async def main() -> None:
         guard = await stack.enter_async_context(Client(guarded("--url", url)))
         cases = {"small": {"message": "hello"}, "large": {"message": LOG[:200_000]}}
         await compare("everything, HTTP", direct, guard, "echo", cases)
+    doc_figures.save(__file__, {"rounds": ROUNDS, "rows": ROWS})
+
+
+WHAT = {
+    ("filesystem, stdio", "small"): "small file (~50 bytes)",
+    ("filesystem, stdio", "large"): "400 KB log (cut to its first page)",
+    ("everything, HTTP", "small"): "`echo` of 5 characters",
+    ("everything, HTTP", "large"): "`echo` of 200 KB (cut to its first page)",
+}
+
+
+def table(results: dict[str, Any]) -> str:
+    """docs/guard.md's table: a call direct and through the guard, medians."""
+    rows = [(r["server"], WHAT.get((r["server"], r["size"]), r["size"]), f"{r['direct_ms']:.1f}",
+             f"{r['guard_ms']:.1f}", f"{r['guard_ms'] - r['direct_ms']:+.1f}")
+            for r in results["rows"]]  # fmt: skip
+    head = ["server", "result", "direct ms", "guard ms", "added ms"]
+    return doc_figures.grid(head, rows, "llrrr")
 
 
 if __name__ == "__main__":

@@ -30,11 +30,10 @@ import sysconfig
 import tempfile
 import time
 from pathlib import Path
-
-import chromadb
-from chromadb.config import Settings
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
+import doc_figures
 from _corpus import STDLIB
 from ragbudget_server.store import DocumentStore
 
@@ -67,6 +66,9 @@ def _copy(tree: Path, packages: tuple[str, ...]) -> list[Path]:
 
 def _chroma_add(where: Path, store: DocumentStore) -> float:
     """Seconds for Chroma's own add of the records the ingest wrote, in the same batches."""
+    import chromadb
+    from chromadb.config import Settings
+
     got = store.collection.get(include=["documents", "metadatas", "embeddings"])
     client = chromadb.PersistentClient(
         path=str(where), settings=Settings(anonymized_telemetry=False)
@@ -126,7 +128,7 @@ def _large_tree(tree: Path) -> list[Path]:
     return roots
 
 
-def _large(keep: Path | None) -> None:
+def _large(keep: Path | None) -> dict[str, Any]:
     """Re-ingest an unchanged 60K+-chunk store, and one after a one-line change."""
     with tempfile.TemporaryDirectory(prefix="ragbudget-bench-large-") as tmp:
         where = keep or Path(tmp)
@@ -163,6 +165,11 @@ def _large(keep: Path | None) -> None:
               f"({unchanged_cpu:.2f} s CPU); after a one-line change to one file: "
               f"{changed_s:.2f} s ({changed_cpu:.2f} s CPU); "
               f"load {os.getloadavg()[0]:.1f}")  # fmt: skip
+        return {
+            "chunks": chunks, "files": again.files_seen, "built": not built,
+            "first_s": first_s, "unchanged_s": unchanged_s, "unchanged_cpu_s": unchanged_cpu,
+            "changed_s": changed_s, "changed_cpu_s": changed_cpu,
+        }  # fmt: skip
 
 
 def _copy_large(tree: Path) -> list[Path]:
@@ -186,6 +193,7 @@ def main() -> None:
     sizes = [("small", SMALL, 3)] + ([] if args.quick else [("large", LARGE, 1)])
     print(f"{'tree':>6} {'chunks':>7} {'ingest/s':>9} {'add/s':>8} {'ratio':>6} "
           f"{'again s':>8} {'1 line s':>9} {'repeats':>8}")  # fmt: skip
+    results: dict[str, Any] = {"trees": []}
     for label, packages, repeats in sizes:
         rows = []
         with tempfile.TemporaryDirectory(prefix="ragbudget-bench-ingest-") as tmp:
@@ -199,9 +207,42 @@ def main() -> None:
         line = statistics.median(r[4] for r in rows)
         print(f"{label:>6} {chunks:>7,} {chunks / ingest:>9.0f} {chunks / add:>8.0f} "
               f"{ratio:>5.2f}x {again:>8.2f} {line:>9.2f} {repeats:>8}", flush=True)  # fmt: skip
+        results["trees"].append(
+            {"packages": list(packages), "chunks": chunks, "repeats": repeats,
+             "ingest_per_s": chunks / ingest, "add_per_s": chunks / add, "ratio": ratio,
+             "unchanged_s": again, "changed_s": line}
+        )  # fmt: skip
     print("ratio: ingest chunks/s over Chroma's own add of the same records (goal >= 0.8x)")
     if args.large:
-        _large(args.keep)
+        results["large"] = _large(args.keep)
+    doc_figures.save(__file__, results)
+
+
+def table(results: dict[str, Any]) -> str:
+    """docs/store.md's ingest table: a fresh ingest against Chroma's add, then re-ingests."""
+    head = ["tree (tests left out)", "chunks", "ingest, chunks/s",
+            "Chroma's own `add` of the same records, chunks/s", "ratio (goal: 0.8x)",
+            "again, unchanged", "after a one-line change"]  # fmt: skip
+    rows: list[tuple[str, ...]] = []
+    first = results["trees"][0]["packages"]
+    for tree in results["trees"]:
+        more = len(tree["packages"]) - len(first)
+        packages = f"the same and {more} more" if more else ", ".join(first)
+        packages = f"the stdlib's {packages}" if not more else f"{packages} stdlib packages"
+        runs = f"median of {tree['repeats']}" if tree["repeats"] > 1 else "one run"
+        rows.append(
+            (f"{packages} ({runs})", f"{tree['chunks']:,}", f"{tree['ingest_per_s']:,.0f}",
+             f"{tree['add_per_s']:,.0f}", f"{tree['ratio']:.2f}x", f"{tree['unchanged_s']:.2f} s",
+             f"{tree['changed_s']:.2f} s")
+        )  # fmt: skip
+    if large := results.get("large"):
+        rows.append(
+            (f"`--large`: the whole stdlib and site-packages' sources, {large['files']:,} files",
+             f"{large['chunks']:,}", "", "", "",
+             f"{large['unchanged_s']:.2f} s ({large['unchanged_cpu_s']:.2f} s CPU)",
+             f"{large['changed_s']:.2f} s ({large['changed_cpu_s']:.2f} s CPU; goal: under 1 s)")
+        )  # fmt: skip
+    return doc_figures.grid(head, rows, "lrrrrrr")
 
 
 if __name__ == "__main__":

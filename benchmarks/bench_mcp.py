@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import statistics
+import sys
 import sysconfig
 import tempfile
 import time
@@ -23,6 +24,9 @@ from fastmcp import Client
 from ragbudget import get_counter, use_bundled_tiktoken_files
 from ragbudget_server.mcp import ServerSettings, create_server
 from ragbudget_server.store import DocumentStore
+
+sys.path.insert(0, str(Path(__file__).parent))
+import doc_figures
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 CORPUS = ["json", "email", "textwrap.py", "pydoc_data/topics.py"]
@@ -46,12 +50,13 @@ def _counter_spec() -> str | None:
     return "tiktoken:cl100k_base" if use_bundled_tiktoken_files() else None
 
 
-async def _measure(store: DocumentStore, settings: ServerSettings) -> None:
+async def _measure(store: DocumentStore, settings: ServerSettings) -> list[dict[str, Any]]:
     server = create_server(settings, store=store)
 
     async def quiet(message: Any) -> None:  # truncation warnings are expected here
         del message
 
+    rows = []
     async with Client(server, log_handler=quiet) as client:
         print(f"{'limit':>5} {'max_tokens':>10} {'store ms':>9} {'mcp ms':>8} {'ratio':>6}")
         for limit, budget in CASES:
@@ -72,6 +77,8 @@ async def _measure(store: DocumentStore, settings: ServerSettings) -> None:
                     assert not result.is_error, result
             d, p = statistics.median(direct) * 1e3, statistics.median(protocol) * 1e3
             print(f"{limit:>5} {budget:>10,} {d:>9.2f} {p:>8.2f} {p / d:>5.2f}x")
+            rows.append({"limit": limit, "max_tokens": budget, "store_ms": d, "mcp_ms": p})
+    return rows
 
 
 def main() -> None:
@@ -88,10 +95,27 @@ def main() -> None:
             f"{len(QUERIES)} queries x {ROUNDS} rounds per case, medians"
         )
         settings = ServerSettings(db=Path(tmp) / "db", counter=spec)
-        asyncio.run(_measure(store, settings))
+        rows = asyncio.run(_measure(store, settings))
+        chunks = report.chunks_added
     print(
         "ratio = median latency of search through the in-memory MCP client / store.search "
         "(same store, same arguments, interleaved)"
+    )
+    doc_figures.save(
+        __file__,
+        {"chunks": chunks, "counter": counter.name, "queries": len(QUERIES), "rounds": ROUNDS,
+         "cases": rows},
+    )  # fmt: skip
+
+
+def table(results: dict[str, Any]) -> str:
+    """docs/mcp.md's table: `search` through the in-memory MCP client against the store's."""
+    rows = [(r["limit"], f"{r['max_tokens']:,}", f"{r['store_ms']:.1f} ms", f"{r['mcp_ms']:.1f} ms",
+             f"{r['mcp_ms'] / r['store_ms']:.2f}x") for r in results["cases"]]  # fmt: skip
+    return (
+        f"{results['chunks']:,} chunks, counted with `{results['counter']}`; medians of "
+        f"{results['queries']} queries x {results['rounds']} rounds, interleaved:\n\n"
+        + doc_figures.grid(["limit", "max_tokens", "store", "through MCP", "ratio"], rows, "rrrrr")
     )
 
 

@@ -26,6 +26,7 @@ from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
 sys.path.insert(0, str(Path(__file__).parent))
+import doc_figures
 from _corpus import STDLIB
 from ragbudget_server.store import DocumentStore
 
@@ -120,7 +121,7 @@ async def _run(db: Path, checkpoints: list[int]) -> list[tuple[int, int, float]]
                 }
                 result = await client.call_tool_mcp("search", args)
                 done += 1
-                cursor = (result.structured_content or {}).get("next_cursor")
+                cursor = (result.meta or {}).get("ragbudget", {}).get("next_cursor")
                 if cursor and rng.random() < 0.25 and done < target:
                     await client.call_tool_mcp("search", {"query": query, "cursor": cursor})
                     done += 1
@@ -149,6 +150,27 @@ def main() -> None:
     last = rows[-1]
     verdict = "met" if last[1] <= base * 1.10 else "NOT met"
     print(f"goal (RSS after {last[0]:,} within 10% of after 1,000): {verdict}")
+    doc_figures.save(
+        __file__,
+        {"chunks": report.chunks_added,
+         "checkpoints": [{"searches": n, "rss_kib": rss, "seconds": s} for n, rss, s in rows]},
+    )  # fmt: skip
+
+
+def table(results: dict[str, Any]) -> str:
+    """docs/mcp.md's table: a server's resident set along its searches."""
+    points = results["checkpoints"]
+    base = next(p["rss_kib"] for p in points if p["searches"] == 1000)
+    rows = [(f"{p['searches']:,}", f"{p['rss_kib'] / 1024:.0f} MiB", f"{p['rss_kib'] / base:.2f}x")
+            for p in points]  # fmt: skip
+    last = points[-1]
+    verdict = "met" if last["rss_kib"] <= base * 1.10 else "**not met**"
+    return (
+        f"A store of {results['chunks']:,} chunks:\n\n"
+        + doc_figures.grid(["searches", "resident set", "vs after 1,000"], rows, "rrr")
+        + f"\n\nThe goal, the resident set after {last['searches']:,} searches within 10% of "
+        f"after 1,000: {verdict}."
+    )
 
 
 if __name__ == "__main__":

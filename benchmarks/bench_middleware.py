@@ -23,6 +23,7 @@ import asyncio
 import json
 import logging
 import statistics
+import sys
 import sysconfig
 import time
 from pathlib import Path
@@ -34,6 +35,9 @@ from fastmcp.server.middleware.response_limiting import ResponseLimitingMiddlewa
 from ragbudget import get_counter, use_bundled_tiktoken_files
 from ragbudget.middleware import TokenBudgetMiddleware
 from ragbudget.pages.remainder import find_more_call
+
+sys.path.insert(0, str(Path(__file__).parent))
+import doc_figures
 
 BUDGET = 8000
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
@@ -146,24 +150,27 @@ async def _measure() -> dict[str, dict[str, float]]:
     return medians
 
 
-def _against_limiter(runs: list[dict[str, dict[str, float]]]) -> None:
+def _against_limiter(runs: list[dict[str, dict[str, float]]]) -> dict[str, Any]:
     """Each TokenBudget variant over ResponseLimiting (the goal: at most 3x), per run, and the
     median of the runs."""
     names = [n for n in runs[0]["small"] if n.startswith("TokenBudget")]
     print(f"\n{'result':<10}" + "".join(f"{n:>36}" for n in names))
     print(f"{'':<10}" + "".join(f"{'added ms / runs / median x':>36}" for _ in names))
+    table: dict[str, Any] = {}
     for tool in ROUNDS:
         cells = []
         for name in names:
             ratios = [run[tool][name] / run[tool]["ResponseLimiting"] for run in runs]
             added = statistics.median(run[tool][name] - run[tool]["none"] for run in runs)
+            table.setdefault(tool, {})[name] = {"ratios": ratios, "added_ms": added * 1e3}
             shown = " ".join(f"{r:.2f}" for r in ratios)
             cells.append(f"{added * 1e3:7.1f} / {shown} / {statistics.median(ratios):5.2f}x")
         print(f"{tool:<10}" + "".join(f"{cell:>36}" for cell in cells))
     print("x = median latency with TokenBudget / with ResponseLimiting (same run); goal <= 3x")
+    return table
 
 
-async def _paging(counter: str) -> None:
+async def _paging(counter: str) -> dict[str, Any]:
     """`more` from the first page of LINE to its last, timing each call."""
     mcp: FastMCP[Any] = FastMCP("bench-paging")
 
@@ -187,6 +194,8 @@ async def _paging(counter: str) -> None:
         f"{counter:<24}{len(times):>6} pages {sum(times):8.2f} s   first 5 {first * 1e3:7.1f} ms"
         f"   last 5 {last * 1e3:7.1f} ms   last / first {last / first:5.2f}x"
     )
+    return {"counter": counter, "pages": len(times), "total_s": sum(times),
+            "first_ms": first * 1e3, "last_ms": last * 1e3}  # fmt: skip
 
 
 def main() -> None:
@@ -202,11 +211,60 @@ def main() -> None:
     for run in range(RUNS):
         print(f"\nrun {run + 1} of {RUNS}")
         runs.append(asyncio.run(_measure()))
-    _against_limiter(runs)
+    against = _against_limiter(runs)
     print(f"\npaging a {len(LINE):,}-character line at {PAGE_BUDGET:,} tokens a page (median ms)")
-    for counter in ("exact", "tiktoken:o200k_base"):
-        asyncio.run(_paging(counter))
+    paging = [asyncio.run(_paging(counter)) for counter in ("exact", "tiktoken:o200k_base")]
     print("last / first near 1: a page costs the same wherever it is in the line")
+    doc_figures.save(
+        __file__,
+        {"budget": BUDGET, "limiter_bytes": BUDGET * 4, "runs": RUNS, "rounds": ROUNDS,
+         "line_chars": len(LINE), "page_budget": PAGE_BUDGET, "against": against,
+         "paging": paging},
+    )  # fmt: skip
+
+
+RESULT_LABELS = {"small": "small dict", "log_200k": "log, 200 KB", "code_200k": "code, 200 KB",
+                 "json_200k": "JSON, 200 KB", "log_2m": "log, 2 MB", "code_2m": "code, 2 MB",
+                 "json_2m": "JSON, 2 MB"}  # fmt: skip
+
+
+def table(results: dict[str, Any]) -> str:
+    """docs/middleware.md's table: TokenBudget over ResponseLimiting, per result and counter."""
+    names = list(next(iter(results["against"].values())))
+    heads = {"TokenBudget (exact)": "TokenBudget (exact, the default) / ResponseLimiting",
+             "TokenBudget (o200k)": "TokenBudget (o200k) / ResponseLimiting"}  # fmt: skip
+    rows = []
+    for tool, cells in results["against"].items():
+        shown = [RESULT_LABELS.get(tool, tool)]
+        for name in names:
+            ratios = cells[name]["ratios"]
+            each = ", ".join(f"{r:.2f}" for r in ratios)
+            shown.append(
+                f"{statistics.median(ratios):.2f}x ({each}), +{cells[name]['added_ms']:.1f} ms"
+            )
+        rows.append(shown)
+    verdicts = []
+    for name in names:
+        met = [RESULT_LABELS.get(tool, tool).replace(", ", " ")
+               for tool, cells in results["against"].items()
+               if tool != "small" and statistics.median(cells[name]["ratios"]) <= 3]  # fmt: skip
+        verdicts.append(f"with {name} on {', '.join(met) or 'none of them'}")
+    return (
+        doc_figures.grid(["Result", *(heads.get(n, n) for n in names)], rows)
+        + "\n\nThe goal, at most 3x the byte limiter on 200 KB and 2 MB results, is met "
+        + "; ".join(verdicts)
+        + "."
+    )
+
+
+def table_paging(results: dict[str, Any]) -> str:
+    """docs/middleware.md's table: each `more` page's cost along one long line."""
+    labels = {"exact": "exact (the default)", "tiktoken:o200k_base": "tiktoken o200k (bpe-openai)"}
+    head = ["Counter", "Pages", "All pages", "First 5 (median)", "Last 5 (median)", "Last / first"]
+    rows = [(labels.get(r["counter"], r["counter"]), r["pages"], f"{r['total_s']:.2f} s",
+             f"{r['first_ms']:.1f} ms", f"{r['last_ms']:.1f} ms",
+             f"{r['last_ms'] / r['first_ms']:.2f}x") for r in results["paging"]]  # fmt: skip
+    return doc_figures.grid(head, rows, "lrrrrr")
 
 
 if __name__ == "__main__":

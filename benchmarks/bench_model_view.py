@@ -29,6 +29,9 @@ from ragbudget import get_counter, use_bundled_tiktoken_files
 from ragbudget_server.mcp import ServerSettings, create_server
 from ragbudget_server.store import DocumentStore
 
+sys.path.insert(0, str(Path(__file__).parent))
+import doc_figures
+
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 GEMINI_WALL, GEMINI_HEAD, GEMINI_TAIL = 40_000, 8_000, 32_000
 
@@ -51,13 +54,15 @@ def _tools_tokens(tools: list[Any], o200k: Any) -> int:
     return int(o200k.count(json.dumps({"tools": listed}, separators=(",", ":"))))
 
 
-async def _run(db: Path) -> None:
+async def _run(db: Path) -> dict[str, Any]:
+    results: dict[str, Any] = {"smallest": {}, "gemini": []}
     o200k = get_counter("tiktoken:o200k_base")
     default = create_server(ServerSettings(db=db))
     with_ingest = create_server(ServerSettings(db=db, allow_roots=(STDLIB,)))
     async with Client(default, log_handler=_quiet) as client:
         tools = await client.list_tools()
         print(f"tool list, {len(tools)} default tools: {_tools_tokens(tools, o200k):,} o200k")
+        results |= {"tools": len(tools), "tools_tokens": _tools_tokens(tools, o200k)}
         for format in ("text", "json"):
             args = {"query": "dedent common leading whitespace", "limit": 1, "format": format}
             result = await client.call_tool_mcp("search", {**args, "max_tokens": 400})
@@ -66,9 +71,11 @@ async def _run(db: Path) -> None:
             own = sum(r["tokens"] for r in page["results"])
             tokens = o200k.count(text)
             print(f"smallest search answer ({format}): {tokens} o200k, envelope {tokens - own}")
+            results["smallest"][format] = {"tokens": tokens, "envelope": tokens - own}
     async with Client(with_ingest) as client:
         tools = await client.list_tools()
         print(f"tool list with ingest, {len(tools)} tools: {_tools_tokens(tools, o200k):,} o200k")
+        results["tools_with_ingest_tokens"] = _tools_tokens(tools, o200k)
     gemini = mt.Implementation(name="gemini-cli-mcp-client", version="1")
     async with Client(default, client_info=gemini, log_handler=_quiet) as client:
         asks = [
@@ -82,6 +89,10 @@ async def _run(db: Path) -> None:
                 call = {**args, "max_tokens": 1_000_000, "format": format}
                 text = (await client.call_tool_mcp(tool, call)).content[0].text
                 print(f"| {tool} | {format} | {len(text):,} | {_gemini_lost(text):.0%} |")
+                results["gemini"].append(
+                    {"tool": tool, "format": format, "chars": len(text), "lost": _gemini_lost(text)}
+                )
+    return results
 
 
 def main() -> int:
@@ -91,8 +102,31 @@ def main() -> int:
         store = DocumentStore(path=db, counter=get_counter("exact"))
         store.ingest([STDLIB / "json", STDLIB / "textwrap.py", STDLIB / "pydoc_data/topics.py"])
         store.close()
-        asyncio.run(_run(db))
+        results = asyncio.run(_run(db))
+    doc_figures.save(__file__, results)
     return 0
+
+
+def table(results: dict[str, Any]) -> str:
+    """docs/mcp.md's table: the tokens a session pays for the tools, and a small answer's."""
+    rows = [
+        (f"the tool list, paid in every session: the default {results['tools']} tools",
+         f"{results['tools_tokens']:,}"),
+        ("the same with `ingest` (`--allow-root`)", f"{results['tools_with_ingest_tokens']:,}"),
+        ("the smallest `search` answer (one result), text: envelope beyond the result's own text",
+         f"{results['smallest']['text']['envelope']:,}"),
+        ("the same in JSON", f"{results['smallest']['json']['envelope']:,}"),
+    ]  # fmt: skip
+    return doc_figures.grid(["what", "o200k tokens"], rows, "lr")
+
+
+def table_gemini(results: dict[str, Any]) -> str:
+    """docs/mcp.md's table: the largest answers under `gemini-cli`, against Gemini's own cut."""
+    rows = [(f"`{r['tool']}`", r["format"], f"{r['chars']:,}", f"{r['lost']:.0%}")
+            for r in results["gemini"]]  # fmt: skip
+    head = ["largest answer (`max_tokens=1000000`)", "format", "characters",
+            "lines Gemini CLI's own cut would lose"]  # fmt: skip
+    return doc_figures.grid(head, rows, "llrr")
 
 
 if __name__ == "__main__":
