@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 from itertools import accumulate
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -166,6 +166,47 @@ def _first_notice_that_fits(body: str, notices: list[str], limits: _Limits) -> s
     return None
 
 
+class _Kept(NamedTuple):
+    """The most lines that fit with a notice: how many, their text, the limit that bound and
+    the notice that fits after them."""
+
+    lines: int
+    body: str
+    by: Literal["lines", "tokens", "bytes"]
+    notice: str | None
+
+
+def _keep_lines(
+    window: Callable[[int], list[str]],
+    whole: int,
+    max_lines: int,
+    limits: _Limits,
+    notices: Callable[[int, str], list[str]],
+    guess: int,
+) -> _Kept | None:
+    """The most lines of `window(k)` (the `k` kept lines, from the head or the tail of `whole`
+    lines) that fit with the full notice if any line fits with it, else with the short one;
+    None when not one line fits."""
+
+    def render(k: int, variant: int) -> str:
+        body = "\n".join(window(k))
+        return body if k == whole else f"{body}\n\n{notices(k, 'tokens')[variant]}"
+
+    k_max = min(whole, max_lines)
+    k = 0
+    for variant in (0, 1):
+        k = limits.largest(partial(render, variant=variant), k_max, guess)
+        if k:
+            break
+    if not k:
+        return None
+    body = "\n".join(window(k))
+    by: Literal["lines", "tokens", "bytes"] = (
+        "lines" if k == max_lines and limits.fits("\n".join(window(k + 1))) else limits.by()
+    )
+    return _Kept(k, body, by, _first_notice_that_fits(body, notices(k, by), limits))
+
+
 def truncate_head(
     text: str,
     *,
@@ -198,10 +239,6 @@ def truncate_head(
             f"[Use offset={end + 1} to continue]",
         ]
 
-    def render(k: int, variant: int) -> str:
-        body = "\n".join(rest[:k])
-        return body if k == len(rest) else f"{body}\n\n{notices(k, 'tokens')[variant]}"
-
     k_max = min(len(rest), max_lines)
     guess = limits.guess_lines(rest[:k_max])
     if k_max == len(rest) and _may_fit_whole(guess, k_max) and limits.fits("\n".join(rest)):
@@ -209,20 +246,13 @@ def truncate_head(
             text="\n".join(rest), truncated=False, output_lines=len(rest), total_lines=total,
             start_line=offset if rest else None, end_line=offset + len(rest) - 1 if rest else None,
         )  # fmt: skip
-    k = 0
-    for variant in (0, 1):  # the full notice if any line fits with it, else the short one
-        k = limits.largest(partial(render, variant=variant), k_max, guess)
-        if k:
-            break
-    if k > 0:
-        body = "\n".join(rest[:k])
-        by: Literal["lines", "tokens", "bytes"] = (
-            "lines" if k == max_lines and limits.fits("\n".join(rest[: k + 1])) else limits.by()
-        )
-        notice = _first_notice_that_fits(body, notices(k, by), limits)
+    kept = _keep_lines(lambda k: rest[:k], len(rest), max_lines, limits, notices, guess)
+    if kept is not None:
+        k = kept.lines
         return TextTruncation(
-            text=body, truncated=True, truncated_by=by, output_lines=k, total_lines=total,
-            start_line=offset, end_line=offset + k - 1, next_offset=offset + k, notice=notice,
+            text=kept.body, truncated=True, truncated_by=kept.by, output_lines=k,
+            total_lines=total, start_line=offset, end_line=offset + k - 1, next_offset=offset + k,
+            notice=kept.notice,
         )  # fmt: skip
     return _partial_line(rest[0], offset, total, limits, head=True)
 
@@ -249,10 +279,6 @@ def truncate_tail(
         limit = "" if by == "lines" else f" ({limits.unit_limit()})"
         return [f"[Showing lines {total - k + 1}-{total} of {total}{limit}{where}]", "[Truncated]"]
 
-    def render(k: int, variant: int) -> str:
-        body = "\n".join(lines[total - k :])
-        return body if k == total else f"{body}\n\n{notices(k, 'tokens')[variant]}"
-
     k_max = min(total, max_lines)
     tail = lines[total - k_max :][::-1]
     guess = limits.guess_lines(tail)
@@ -262,22 +288,12 @@ def truncate_tail(
             text=body, truncated=False, output_lines=total, total_lines=total,
             start_line=1 if total else None, end_line=total or None,
         )  # fmt: skip
-    k = 0
-    for variant in (0, 1):  # the full notice if any line fits with it, else the short one
-        k = limits.largest(partial(render, variant=variant), k_max, guess)
-        if k:
-            break
-    if k > 0:
-        body = "\n".join(lines[total - k :])
-        by: Literal["lines", "tokens", "bytes"] = (
-            "lines"
-            if k == max_lines and limits.fits("\n".join(lines[total - k - 1 :]))
-            else limits.by()
-        )
-        notice = _first_notice_that_fits(body, notices(k, by), limits)
+    kept = _keep_lines(lambda k: lines[total - k :], total, max_lines, limits, notices, guess)
+    if kept is not None:
+        k = kept.lines
         return TextTruncation(
-            text=body, truncated=True, truncated_by=by, output_lines=k, total_lines=total,
-            start_line=total - k + 1, end_line=total, notice=notice,
+            text=kept.body, truncated=True, truncated_by=kept.by, output_lines=k,
+            total_lines=total, start_line=total - k + 1, end_line=total, notice=kept.notice,
         )  # fmt: skip
     return _partial_line(lines[-1], total, total, limits, head=False, where=where)
 

@@ -15,13 +15,14 @@ same budget, until the last. docs/llamaindex-agents.md has the guide.
 from llama_index.tools.ragbudget.base import (
     CONTEXT_PARAM,
     DEFAULT_CONTINUATION_TOOL,
-    MIN_MAX_TOKENS,
     BudgetedTool,
     ContinuationTool,
     ToolBudget,
     ToolBudgetEvent,
     budget_tools,
 )
+
+from ragbudget.pages.reading import MIN_MAX_TOKENS
 
 __all__ = [
     "CONTEXT_PARAM",

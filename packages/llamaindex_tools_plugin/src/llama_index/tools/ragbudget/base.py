@@ -41,18 +41,7 @@ from ragbudget.pages import (
     parse_json,
     read_size,
 )
-from ragbudget.pages.reading import CONTINUATION_DESCRIPTION, MIN_MAX_TOKENS
-
-__all__ = [
-    "CONTEXT_PARAM",
-    "DEFAULT_CONTINUATION_TOOL",
-    "MIN_MAX_TOKENS",
-    "BudgetedTool",
-    "ContinuationTool",
-    "ToolBudget",
-    "ToolBudgetEvent",
-    "budget_tools",
-]
+from ragbudget.pages.reading import CONTINUATION_DESCRIPTION
 
 logger = logging.getLogger(__name__)
 dispatcher = get_dispatcher(__name__)
