@@ -27,7 +27,10 @@ fetch, the duplicate finding and the evidence selection's tries; what is left is
 measuring, the cursor's snapshot and the models. It shows the floor under the goal: the first
 three need no budget work at all.
 
-`--work`: instead of timing, the work each default search gives the tokenizer (bpe-openai's
+A bare run does all three (timing, `--stages`, `--work`) on each store and saves them for the
+docs (`benchmarks/results/bench_search_cost.json`); `--stages` or `--work` alone only prints.
+
+`--work`: the work each default search gives the tokenizer (bpe-openai's
 calls and the characters in them, a call that stops at a limit taken as 8 characters a token
 of it, medians over the queries) and the selections a page ran: figures the machine's load does
 not change, to compare two versions of the code.
@@ -188,8 +191,9 @@ def _measure(
     return statistics.median(raw_t) * 1e3, statistics.median(search_t) * 1e3
 
 
-def _stages(store: DocumentStore, rounds: int, queries: list[str]) -> None:
-    """Print each stage of the default search as a multiple of the raw query (`--stages`)."""
+def _stages(store: DocumentStore, rounds: int, queries: list[str]) -> list[dict[str, Any]]:
+    """Print each stage of the default search as a multiple of the raw query (`--stages`), and
+    return the rows."""
     from ragbudget_server.store import paging, selection
 
     spent: dict[str, float] = {}
@@ -214,6 +218,7 @@ def _stages(store: DocumentStore, rounds: int, queries: list[str]) -> None:
     for (owner, name, label), f in zip(stages, originals, strict=True):
         setattr(owner, name, timed(f, label))
     labels = [label for _, _, label in stages]
+    rows: list[dict[str, Any]] = []
     print(f"{'limit':>5} {'budget':>6} {'raw ms':>7} {'search':>7} "
           + " ".join(f"{x:>7}" for x in [*labels, "rest"]) + "  (x the raw query)")  # fmt: skip
     try:
@@ -240,16 +245,22 @@ def _stages(store: DocumentStore, rounds: int, queries: list[str]) -> None:
                 n = len(search_t)
                 parts = [spent.get(label, 0.0) / n / raw for label in labels]
                 rest = statistics.mean(search_t) / raw - sum(parts)
+                rows.append({"limit": limit, "budget": budget, "raw_ms": round(raw * 1e3, 2),
+                             "search": round(statistics.median(search_t) / raw, 2),
+                             **{k: round(x, 2) for k, x in zip(labels, parts, strict=True)},
+                             "rest": round(rest, 2)})  # fmt: skip
                 print(f"{limit:>5} {budget:>6} {raw * 1e3:>7.1f} "
                       f"{statistics.median(search_t) / raw:>6.2f}x "
                       + " ".join(f"{x:>6.2f}x" for x in [*parts, rest]), flush=True)  # fmt: skip
     finally:
         for (owner, name, _), f in zip(stages, originals, strict=True):
             setattr(owner, name, f)
+    return rows
 
 
-def _work(store: DocumentStore, queries: list[str]) -> None:
-    """Print what each default search (evidence, the store's counter) gives the tokenizer."""
+def _work(store: DocumentStore, queries: list[str]) -> list[dict[str, Any]]:
+    """Print what each default search (evidence, the store's counter) gives the tokenizer, and
+    return the rows."""
     from ragbudget import bpe
     from ragbudget_server.store import selection
 
@@ -281,6 +292,7 @@ def _work(store: DocumentStore, queries: list[str]) -> None:
     print(f"{'limit':>5} {'budget':>6} {'calls':>6} {'K chars':>8} {'K shown':>7} {'ratio':>6} "
           f"{'selects':>7}  (a search; ratio: characters counted per character shown, "
           f"per encoding ({passes}))")  # fmt: skip
+    rows: list[dict[str, Any]] = []
     try:
         for budget in BUDGETS:
             for limit in LIMITS:
@@ -296,12 +308,17 @@ def _work(store: DocumentStore, queries: list[str]) -> None:
                     shown.append(len(answer))
                     ratios.append(tally["chars"] / passes / max(len(answer), 1))
                 calls, chars, selects = (statistics.median(seen[k]) for k in tally)
+                rows.append({"limit": limit, "budget": budget, "chars": chars,
+                             "shown": statistics.median(shown), "passes": passes,
+                             "ratio": round(statistics.median(ratios), 2),
+                             "selects": selects})  # fmt: skip
                 print(f"{limit:>5} {budget:>6} {calls:>6.0f} {chars / 1e3:>8.0f} "
                       f"{statistics.median(shown) / 1e3:>7.1f} {statistics.median(ratios):>5.1f}x "
                       f"{selects:>7.1f}", flush=True)  # fmt: skip
     finally:
         for (owner, name, _), value in zip(patched, (count, up_to, select), strict=True):
             setattr(owner, name, value)
+    return rows
 
 
 def main() -> None:
@@ -310,19 +327,21 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, help="build the stores once in this folder")
     parser.add_argument("--counter", action="append", help="counter specs (default: the store's "
                         "and bpe:o200k_base)")  # fmt: skip
-    parser.add_argument("--sizes", default=None, help="2K,30K (default), JSON")
+    parser.add_argument("--sizes", default=None, help="2K,30K,JSON (the default)")
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--dump", type=Path, help="write what every search returned here")
-    parser.add_argument("--work", action="store_true", help="count the tokenizer's work, not time")
-    parser.add_argument("--stages", action="store_true", help="time the search's stages")
+    parser.add_argument("--work", action="store_true", help="only the tokenizer's work")
+    parser.add_argument("--stages", action="store_true", help="only the search's stages")
     args, _ = parser.parse_known_args()
     offline_tiktoken()
     logging.getLogger("ragbudget").setLevel(logging.ERROR)
     logging.getLogger("ragbudget_server").setLevel(logging.ERROR)
-    sizes = (args.sizes or ("2K" if args.quick else "2K,30K")).split(",")
+    sizes = (args.sizes or ("2K" if args.quick else "2K,30K,JSON")).split(",")
     rounds = args.rounds or (1 if args.quick else 2)
     counters: list[str | None] = [None, *(args.counter or ["bpe:o200k_base"])]
+    parts = {"stages"} if args.stages else {"work"} if args.work else {"time", "stages", "work"}
     dump: dict[str, Any] = {}
+    saved: dict[str, list[dict[str, Any]]] = {part: [] for part in parts}
     with tempfile.TemporaryDirectory(prefix="ragbudget-bench-") as tmp:
         where = args.keep or Path(tmp)
         where.mkdir(parents=True, exist_ok=True)
@@ -330,46 +349,132 @@ def main() -> None:
             store = _store(size, where)
             chunks = store.collection.count()
             queries = _queries(size)
-            if args.stages:
-                for q in queries:  # warm both paths
-                    store.search(q, limit=50, max_tokens=4000)
-                    store.collection.query(query_texts=[q], n_results=50)
-                print(f"\nthe default search's stages, {chunks:,} chunks ({size} store), "
-                      f"{len(queries)} queries x {rounds} rounds")  # fmt: skip
-                _stages(store, rounds, queries)
-                store.close()
-                continue
-            if args.work:
-                print(f"\nthe tokenizer's work, {chunks:,} chunks ({size} store), medians of "
-                      f"{len(queries)} queries, counter {store.counter.name}")  # fmt: skip
-                _work(store, queries)
-                store.close()
-                continue
+            about = {"store": size, "chunks": chunks}
             for q in queries:  # warm both paths (caches, counters' data, the HNSW index)
                 for counter in counters:
                     store.search(q, limit=50, max_tokens=4000, counter=counter)
                 store.collection.query(query_texts=[q], n_results=50)
-            print(f"\nsearch vs raw collection.query, {chunks:,} chunks ({size} store), "
-                  f"{len(queries)} queries x {rounds} rounds, medians, ms", flush=True)  # fmt: skip
-            print(f"{'counter':>16} {'mode':>8} {'limit':>5} {'budget':>6} {'raw':>7} "
-                  f"{'search':>7} {'ratio':>6} {'goal':>5}")  # fmt: skip
-            for counter in counters:
-                name = counter or f"{store.counter.name}"
-                for evidence in (True, False):
-                    for budget in BUDGETS:
-                        for limit in LIMITS:
-                            raw, search = _measure(
-                                store, counter, evidence, limit, budget, rounds, dump[size]
-                                if size in dump else dump.setdefault(size, {}), queries,
-                            )  # fmt: skip
-                            mode = "evidence" if evidence else "plain"
-                            goal = f"{GOAL[limit]:.1f}x" if evidence else ""
-                            print(f"{name[:16]:>16} {mode:>8} {limit:>5} {budget:>6} "
-                                  f"{raw:>7.1f} {search:>7.1f} {search / raw:>5.2f}x "
-                                  f"{goal:>5}", flush=True)  # fmt: skip
+            if "time" in parts:
+                print(f"\nsearch vs raw collection.query, {chunks:,} chunks ({size} store), "
+                      f"{len(queries)} queries x {rounds} rounds, medians, ms")  # fmt: skip
+                print(f"{'counter':>16} {'mode':>8} {'limit':>5} {'budget':>6} {'raw':>7} "
+                      f"{'search':>7} {'ratio':>6} {'goal':>5}")  # fmt: skip
+                for counter in counters:
+                    name = counter or f"{store.counter.name}"
+                    for evidence in (True, False):
+                        for budget in BUDGETS:
+                            for limit in LIMITS:
+                                raw, search = _measure(
+                                    store, counter, evidence, limit, budget, rounds,
+                                    dump.setdefault(size, {}), queries,
+                                )  # fmt: skip
+                                mode = "evidence" if evidence else "plain"
+                                goal = f"{GOAL[limit]:.1f}x" if evidence else ""
+                                print(f"{name[:16]:>16} {mode:>8} {limit:>5} {budget:>6} "
+                                      f"{raw:>7.1f} {search:>7.1f} {search / raw:>5.2f}x "
+                                      f"{goal:>5}", flush=True)  # fmt: skip
+                                saved["time"].append({
+                                    **about, "counter": name, "mode": mode, "limit": limit,
+                                    "budget": budget, "raw_ms": round(raw, 2),
+                                    "search_ms": round(search, 2),
+                                })  # fmt: skip
+            if "stages" in parts:
+                print(f"\nthe default search's stages, {chunks:,} chunks ({size} store), "
+                      f"{len(queries)} queries x {rounds} rounds")  # fmt: skip
+                saved["stages"] += [{**about, **row} for row in _stages(store, rounds, queries)]
+            if "work" in parts:
+                print(f"\nthe tokenizer's work, {chunks:,} chunks ({size} store), medians of "
+                      f"{len(queries)} queries, counter {store.counter.name}")  # fmt: skip
+                saved["work"] += [{**about, **row} for row in _work(store, queries)]
             store.close()
     if args.dump:
         args.dump.write_text(json.dumps(dump, indent=1, sort_keys=True))
+    if parts == {"time", "stages", "work"}:  # the whole run: the docs' three tables
+        from doc_figures import save
+
+        save(__file__, {"rounds": rounds, "queries": len(QUERIES), **saved})
+
+
+def _ratio(row: dict[str, Any]) -> float:
+    return float(row["search_ms"]) / float(row["raw_ms"])
+
+
+def _span(values: list[float]) -> str:
+    return f"{min(values):.1f}-{max(values):.1f}x" if len(values) > 1 else f"{values[0]:.1f}x"
+
+
+def table(results: dict[str, Any]) -> str:
+    """docs/store.md: a search against the raw query, by store, counter, mode and limit (the
+    range over the budgets), and the goal."""
+    from doc_figures import grid
+
+    rows = results["time"]
+    stores = list(dict.fromkeys((r["store"], r["chunks"]) for r in rows))
+    keys = list(dict.fromkeys((r["counter"], r["mode"]) for r in rows))
+    lines = []
+    for store, chunks in stores:
+        for counter, mode in keys:
+            cells = []
+            for limit in LIMITS:
+                ratios = [_ratio(r) for r in rows if (r["store"], r["counter"], r["mode"],
+                          r["limit"]) == (store, counter, mode, limit)]  # fmt: skip
+                cells.append(_span(ratios) if ratios else "")
+            label = "default (evidence)" if mode == "evidence" else "plain (`evidence=False`)"
+            lines.append([f"{store}, {chunks:,} chunks", f"`{counter}`", label, *cells])
+    head = ["store", "counter", "search", *(f"limit {n}" for n in LIMITS)]
+    goal = ", ".join(f"{GOAL[n]:.0f}x" if GOAL[n] == int(GOAL[n]) else f"{GOAL[n]}x"
+                     for n in LIMITS)  # fmt: skip
+    budgets = " / ".join(f"{b:,}" for b in BUDGETS)
+    return (
+        f"A first page's time over the raw `collection.query` of the same embedding (k = limit),"
+        f" the range over budgets of {budgets} tokens, medians of {results['queries']} queries x"
+        f" {results['rounds']} rounds (issue 51's goal for the default search at limits "
+        f"{', '.join(map(str, LIMITS))}: 2x each; issue 42's: {goal}):\n\n"
+        + grid(head, lines, "lllrrr")
+        + "\n"
+    )
+
+
+def table_stages(results: dict[str, Any]) -> str:
+    """docs/store.md: where the default search's time goes, each stage over the raw query."""
+    from doc_figures import grid
+
+    lines = []
+    for r in results["stages"]:
+        floor = r["rank"] + r["fetch"] + r["dedupe"]
+        lines.append([f"{r['store']}, {r['chunks']:,}", r["limit"], f"{r['budget']:,}",
+                      f"{r['raw_ms']:.1f} ms", f"{r['search']:.2f}x", f"{r['rank']:.2f}x",
+                      f"{r['fetch']:.2f}x", f"{r['dedupe']:.2f}x", f"**{floor:.2f}x**",
+                      f"{r['select']:.2f}x", f"{r['rest']:.2f}x"])  # fmt: skip
+    head = ["store", "limit", "budget", "raw query", "search", "ranking", "fetch", "duplicates",
+            "before any budget work", "selection", "rest"]  # fmt: skip
+    return (
+        "Each stage of the default search as a multiple of the raw query (mean time a search "
+        "over the raw query's median): the ranking (Chroma's 50 nearest ids for the hybrid "
+        "fusion whatever the limit, the lexical index, the fused records), the records' fetch, "
+        "finding duplicates (word shingles of every hit), their sum, then the evidence "
+        "selection's tries and the rest (rendering, the answer's count, the cursor):\n\n"
+        + grid(head, lines, "lrrrrrrrrrr")
+        + "\n"
+    )
+
+
+def table_work(results: dict[str, Any]) -> str:
+    """docs/store.md: the characters a default search gives the tokenizer per character shown."""
+    from doc_figures import grid
+
+    lines = [[f"{r['store']}, {r['chunks']:,}", r["limit"], f"{r['budget']:,}",
+              f"{r['shown'] / 1e3:.1f} K", f"{r['chars'] / 1e3:,.0f} K", f"{r['ratio']:.1f}x",
+              f"{r['selects']:.1f}"] for r in results["work"]]  # fmt: skip
+    head = ["store", "limit", "budget", "characters shown", "counted", "per character shown",
+            "selections"]  # fmt: skip
+    passes = results["work"][0]["passes"] if results["work"] else 1
+    return (
+        "The tokenizer's work in a default search (medians of the queries; a count that stops "
+        "at a limit taken as 8 characters a token of it), counted per character shown and per "
+        f"encoding ({passes}: `exact` counts each text in both), against issue 51's goal of "
+        "2x:\n\n" + grid(head, lines, "lrrrrrr") + "\n"
+    )
 
 
 if __name__ == "__main__":
