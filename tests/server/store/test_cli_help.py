@@ -91,3 +91,13 @@ def test_shown_file_size_cap_is_the_stores() -> None:
     assert DEFAULT_MAX_FILE_BYTES == MAX_FILE_BYTES
     block = _option_blocks(_help(["ingest"]))["--max-file-bytes"]
     assert re.search(rf"\[default: \({MAX_FILE_BYTES:,} bytes", block)
+
+
+def test_ingest_help_names_the_documents_extra() -> None:
+    # rich reads `[documents]` as markup and drops it: the help said "need ragbudget-server"
+    # (issue 50). It must name the extra, for pip and for a checkout.
+    result = CliRunner().invoke(app, ["ingest", "--help"], env=WIDE)
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "pip install 'ragbudget-server[documents]'" in text
+    assert "uv run --package ragbudget-server --extra documents ragbudget ingest" in text

@@ -136,8 +136,12 @@ def ingest(
     *,
     store: StoreOptions,
 ) -> None:
-    """Chunk and store text, code and documents: PDF, Word, PowerPoint, Excel, CSV, HTML,
-    e-mail (unchanged files are skipped; PDF and Office need ragbudget-server[documents])."""
+    """Chunk and store text, code, PDF, Word, PowerPoint, Excel, CSV, HTML and e-mail files.
+
+    Unchanged files are skipped. PDF and Office files need the documents extra:
+    pip install 'ragbudget-server\\[documents]', or in a checkout
+    uv run --package ragbudget-server --extra documents ragbudget ingest ...
+    """
     with _errors():
         documents = store.open(ctx)
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
