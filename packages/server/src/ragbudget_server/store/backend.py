@@ -153,8 +153,8 @@ class ChromaBackend:
         self._client: Any = None
         self._collection: Any = None
         self._snapshot: Path | None = None  # a read-only store's private copy
-        self._watch = live.StoreWatch(self.path) if self.path is not None else None
         self._access = StoreAccess(self.path) if self.path is not None else None
+        self._watch = live.StoreWatch(self.path, self.generation) if self.path else None
         self._gate = live.Gate()
         self._opening = threading.RLock()
         self._writing = 0
@@ -397,7 +397,7 @@ class ChromaBackend:
                 return int(collection.count())
             return len(collection.get(where=where, include=[])["ids"])
 
-        generation = live.signature(self._snapshot or self.path) if self.path else None
+        generation = self.generation() if self.path else None
         if generation is None:
             return count()
         key = (json.dumps(where, sort_keys=True), generation)
@@ -407,6 +407,20 @@ class ChromaBackend:
                 self._matching.clear()
             found = self._matching[key] = count()
         return found
+
+    def generation(self, *, records: bool = False) -> Signature:
+        """The embedded store's `live.signature` (`records_signature` with `records`), read
+        as a Chroma call is, under the access lock. A read in one thread, stepping SQLite,
+        while another thread's Chroma call (which keeps the GIL as it waits for the database)
+        wanted to write was a deadlock: the read held the database and waited for the GIL."""
+        path = self._snapshot or self.path
+        if path is None:
+            return None
+        read = live.records_signature if records else live.signature
+        if self._access is None or self._snapshot is not None:
+            return read(path)
+        with self._access.hold(exclusive=False):
+            return read(path)
 
     def close(self) -> None:
         with self._opening:
