@@ -6,8 +6,11 @@ DNS-rebinding attack is a request whose `Host` (or `Origin`) names a foreign sit
 
 from __future__ import annotations
 
+import json
+import socket
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -69,16 +72,61 @@ def _port(url: str) -> str:
     return url.rsplit(":", 1)[1].split("/")[0]
 
 
+# Issue 52: fastmcp compares only what comes before a ':' or inside '[...]', so each of these
+# passed as loopback (or as the allowed good.example) before `StrictHost`.
+MALFORMED_HOSTS = [
+    "127.0.0.1:{port}@evil.example",  # after the ':', anything: user info,
+    "localhost:evil.example",  # a name instead of a port,
+    "127.0.0.1:99999",  # a port out of range,
+    "good.example:1@evil.example",
+    "[::1]evil.example",  # after the ']', anything,
+    "[::1]:{port}@evil.example",
+    "[localhost]",  # brackets around a name, not an IPv6 address,
+    "[127.0.0.1]:{port}",
+    "::1",  # an IPv6 address without its brackets
+    "localhost.",  # an empty label (fastmcp refused this one already)
+]
+
+
 @pytest.mark.parametrize(
-    "host", ["evil.example", "attacker.example:{port}", "127.0.0.1.evil.example", "0.0.0.0"]
+    "host",
+    [
+        "evil.example",
+        "attacker.example:{port}",
+        "127.0.0.1.evil.example",
+        "0.0.0.0",
+        *MALFORMED_HOSTS,
+    ],
 )
-def test_a_foreign_host_is_refused_before_any_session(open_server: Served, host: str) -> None:
+def test_a_foreign_or_malformed_host_is_refused_before_any_session(
+    open_server: Served, host: str
+) -> None:
     host = host.format(port=_port(open_server.url))
     response = open_server.post(host=host)
     assert response.status_code == 421
     assert response.text == "Misdirected Request"
     assert "mcp-session-id" not in response.headers
-    assert f"HTTP 421: Host {host!r} is not allowed" in open_server.stderr()
+    assert f"HTTP 421: Host {shown(host)} is not allowed" in open_server.stderr()
+
+
+def test_two_host_headers_are_refused(open_server: Served) -> None:
+    """A raw request (httpx refuses to send two): the loopback one first, the foreign one
+    second, which a proxy in front may take."""
+    split = urlsplit(open_server.url)
+    body = json.dumps(INITIALIZE).encode()
+    request = (
+        f"POST {split.path} HTTP/1.1\r\nHost: 127.0.0.1:{split.port}\r\nHost: evil.example\r\n"
+        f"Accept: {HEADERS['Accept']}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    ).encode() + body
+    with socket.create_connection((split.hostname, split.port), timeout=60) as conn:
+        conn.sendall(request)
+        answer = b""
+        while chunk := conn.recv(65536):
+            answer += chunk
+    status_line, _, rest = answer.partition(b"\r\n")
+    assert status_line.split()[1] in (b"400", b"421"), status_line
+    assert b"mcp-session-id" not in rest.lower()
 
 
 @pytest.mark.parametrize(
@@ -99,6 +147,8 @@ def test_a_foreign_origin_is_refused_before_any_session(open_server: Served, ori
         {"host": "localhost:{port}"},
         {"host": "[::1]:{port}"},
         {"host": "good.example"},
+        {"host": "LOCALHOST:{port}"},
+        {"host": "localhost:9000"},  # a tunnel's port (ssh -L 9000:localhost:PORT)
         {"origin": "http://localhost:5173"},
         {"origin": "http://127.0.0.1:{port}"},
         {"origin": "https://app.example"},

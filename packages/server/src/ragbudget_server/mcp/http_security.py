@@ -12,14 +12,23 @@ before any MCP session exists, whatever the bind address:
   otherwise HTTP 403.
 
 Both are fastmcp's `HostOriginGuardMiddleware` in strict mode (ragbudget turns it on; fastmcp
-leaves it off by default). Every refusal (421, 403, and 401 from the bearer token check) is
+leaves it off by default), behind `StrictHost`: fastmcp compares only the part of `Host` before
+a `:` or inside `[...]`, so it took `127.0.0.1:8000@evil.example`, `localhost:evil.example`,
+`[::1]evil.example`, `[localhost]` and a bare `::1` for loopback (issue 52). `StrictHost`
+first refuses (421) a request without exactly one `Host` header of the form `name[:port]` or
+`[IPv6]:port` (RFC 9110: letters, digits, `.`, `-` and `_`; a port of 1-65535); the port is
+not compared with the one served, so a tunnel (`ssh -L 9000:localhost:8000`) still works.
+
+Every refusal (421, 403, and 401 from the bearer token check) is
 logged at WARNING on stderr with the client address and, for 421/403, the refused header
 shortened; the `Authorization` header is never logged.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import logging
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -40,10 +49,12 @@ if TYPE_CHECKING:
 __all__ = [
     "LOOPBACK_HOSTS",
     "RefusalLog",
+    "StrictHost",
     "check_allowed",
     "check_auth_token",
     "http_app",
     "run_http",
+    "well_formed_host",
 ]
 
 logger = logging.getLogger(__name__)
@@ -93,6 +104,46 @@ def check_allowed(hosts: Sequence[str], origins: Sequence[str]) -> None:
                 "'https://app.example' or 'http://localhost:3000' (scheme and host, no path)"
             )
             raise ValueError(msg)
+
+
+_HOST = re.compile(
+    r"(?:\[(?P<ipv6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?))"
+    r"(?::(?P<port>[0-9]{1,5}))?"
+)
+
+
+def well_formed_host(value: str) -> bool:
+    """Whether `value` is a `Host` header's value: `name[:port]` or `[IPv6][:port]`, nothing
+    before, after or inside it (no user info, spaces, escapes or empty labels)."""
+    found = _HOST.fullmatch(value)
+    if found is None:
+        return False
+    if found["ipv6"] is not None:
+        try:
+            ipaddress.IPv6Address(found["ipv6"])
+        except ValueError:
+            return False
+    if found["name"] is not None and "" in found["name"].split("."):
+        return False
+    return found["port"] is None or 0 < int(found["port"]) < 65536
+
+
+class StrictHost:
+    """ASGI wrapper: an HTTP request without exactly one well-formed `Host` header gets 421
+    (`well_formed_host`), before fastmcp's Host/Origin guard reads it."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("type") == "http":
+            hosts = [v for k, v in scope.get("headers", ()) if bytes(k).lower() == b"host"]
+            if len(hosts) != 1 or not well_formed_host(bytes(hosts[0]).decode("latin-1")):
+                from starlette.responses import Response
+
+                await Response("Misdirected Request", status_code=421)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 class RefusalLog:
@@ -160,7 +211,7 @@ def http_app(
         allowed_hosts=hosts,
         allowed_origins=list(allow_origins),
     )
-    return RefusalLog(app)
+    return RefusalLog(StrictHost(app))
 
 
 def run_http(

@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import re
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,7 +26,7 @@ from ragbudget_server.store.embedding import (
 )
 from ragbudget_server.store.errors import StoreError, chroma_error, is_damaged
 from ragbudget_server.store.live import Signature
-from ragbudget_server.store.lock import release_lock_file, writer_lock
+from ragbudget_server.store.lock import Locked, StoreAccess, release_lock_file, writer_lock
 from ragbudget_server.store.remote import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_READ_TIMEOUT,
@@ -152,8 +153,10 @@ class ChromaBackend:
         self._client: Any = None
         self._collection: Any = None
         self._snapshot: Path | None = None  # a read-only store's private copy
-        self._watch = live.StoreWatch(self.path) if self.path is not None else None
+        self._access = StoreAccess(self.path) if self.path is not None else None
+        self._watch = live.StoreWatch(self.path, self.generation) if self.path else None
         self._gate = live.Gate()
+        self._opening = threading.RLock()
         self._writing = 0
         self._matching: dict[tuple[str, Signature], int] = {}
 
@@ -187,15 +190,20 @@ class ChromaBackend:
             if not create:
                 return None
         elif not create and not live.is_writable(self.path):
-            self._snapshot = live.snapshot(self.path)
+            assert self._access is not None
+            with self._access.hold(exclusive=False):  # no write while it is copied
+                self._snapshot = live.snapshot(self.path)
         elif create and not live.is_writable(self.path):
             raise live.read_only(self.path)
         if self._watch is not None:
             self._watch.seen()  # before opening: a write from now on shows as a change
+        access = self._access if self._snapshot is None else None  # a private copy: no lock
         try:
-            client = chromadb.PersistentClient(
-                path=str(self._snapshot or self.path), settings=settings
-            )
+            if access is None:
+                client = chromadb.PersistentClient(path=str(self._snapshot), settings=settings)
+            else:
+                with access.hold(exclusive=False):
+                    client = chromadb.PersistentClient(path=str(self.path), settings=settings)
         except Exception as exc:
             _forget_system(self._snapshot or self.path)
             self._drop_snapshot()
@@ -206,11 +214,21 @@ class ChromaBackend:
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             msg = f"cannot open the store at {self.path}: {reason}"
             raise StoreError(msg) from None
-        self._client = client
-        return client
+        self._client = client if access is None else Locked(client, access)
+        return self._client
 
     def open(self, *, create: bool) -> Any:
-        """The collection, opened (its embedding checked) or, with `create`, made; else None."""
+        """The collection, opened (its embedding checked) or, with `create`, made; else None.
+
+        One thread opens at a time: two threads of a server opening the client at once (the
+        first calls after a reopen) each built a chromadb client, and one of them failed with
+        chromadb's half-built system (`'RustBindingsAPI' object has no attribute 'bindings'`)."""
+        if self._collection is not None:
+            return self._collection
+        with self._opening:
+            return self._open(create=create)
+
+    def _open(self, *, create: bool) -> Any:
         if self._collection is not None:
             return self._collection
         client = self._connect(create=False)
@@ -379,7 +397,7 @@ class ChromaBackend:
                 return int(collection.count())
             return len(collection.get(where=where, include=[])["ids"])
 
-        generation = live.signature(self._snapshot or self.path) if self.path else None
+        generation = self.generation() if self.path else None
         if generation is None:
             return count()
         key = (json.dumps(where, sort_keys=True), generation)
@@ -390,11 +408,28 @@ class ChromaBackend:
             found = self._matching[key] = count()
         return found
 
+    def generation(self, *, records: bool = False) -> Signature:
+        """The embedded store's `live.signature` (`records_signature` with `records`), read
+        as a Chroma call is, under the access lock. A read in one thread, stepping SQLite,
+        while another thread's Chroma call (which keeps the GIL as it waits for the database)
+        wanted to write was a deadlock: the read held the database and waited for the GIL."""
+        path = self._snapshot or self.path
+        if path is None:
+            return None
+        read = live.records_signature if records else live.signature
+        if self._access is None or self._snapshot is not None:
+            return read(path)
+        with self._access.hold(exclusive=False):
+            return read(path)
+
     def close(self) -> None:
-        client, self._client, self._collection = self._client, None, None
-        if client is not None and hasattr(client, "close"):
-            client.close()
-        self._drop_snapshot()
+        with self._opening:
+            client, self._client, self._collection = self._client, None, None
+            if client is not None and hasattr(client, "close"):
+                client.close()
+            if self._access is not None:
+                self._access.close()
+            self._drop_snapshot()
 
     def _drop_snapshot(self) -> None:
         copy, self._snapshot = self._snapshot, None

@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 
 from ragbudget.text import shown
 
-from ragbudget_server.store import live
 from ragbudget_server.store.convert import CONVERTER_VERSION, kind_of
 from ragbudget_server.store.errors import StoreError
 from ragbudget_server.store.files import Candidate, read_file, walk
@@ -248,7 +247,7 @@ def ingest_files(
     recipe = f"{RECIPE_VERSION}:{chunk_tokens}:{overlap}:{backend.counter.name}"
     converted_recipe = f"{recipe}:{CONVERTER_VERSION}"  # a document's reader's version counts
     stats = FileStats(backend.path, backend.name, str(collection.id))
-    stats.trust(live.records_signature(backend.path) if backend.path is not None else None)
+    stats.trust(backend.generation(records=True))
     report = IngestReport(files_seen=len(candidates))
     writer = Writer(collection, backend.embed, batch_size, changes)
     kept: set[str] = set()
@@ -320,7 +319,7 @@ def ingest_files(
             stats.dropped(source)
     else:
         report.sources_stale = len(gone)
-    stats.save(live.records_signature(backend.path) if backend.path is not None else None)
+    stats.save(backend.generation(records=True))
     if changes is not None:
         changes.complete = True
     logger.info(

@@ -188,8 +188,10 @@ class StoreWatch:
 
     RECHECK_SECONDS = 1.0
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, read: Callable[[], Signature] | None = None) -> None:
         self.path = path
+        self._read = read or functools.partial(signature, path)
+        """How the generation is read (`ChromaBackend.generation`: under the access lock)."""
         self._seen: Signature = None
         self._opened = False
         self._last: tuple[tuple[int, int, int], float, Signature] | None = None
@@ -207,7 +209,7 @@ class StoreWatch:
             and now - self._last[1] < self.RECHECK_SECONDS
         ):
             return self._last[2]
-        current = signature(self.path)
+        current = self._read()
         self._last = (key, now, current)
         return current
 
