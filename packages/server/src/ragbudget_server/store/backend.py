@@ -17,14 +17,14 @@ from urllib.parse import urlsplit
 from ragbudget.counters import CounterSpec, TokenCounter, get_counter
 from ragbudget.exact import default_spec
 
-from ragbudget_server.store import live, remote
+from ragbudget_server.store import live, remote, vector_index
 from ragbudget_server.store.embedding import (
     embedding_label,
     embedding_model,
     make_embedding,
     same_embedding,
 )
-from ragbudget_server.store.errors import StoreError, chroma_error, is_damaged
+from ragbudget_server.store.errors import StoreError, chroma_error, damaged_store, is_damaged
 from ragbudget_server.store.live import Signature
 from ragbudget_server.store.lock import Locked, StoreAccess, release_lock_file, writer_lock
 from ragbudget_server.store.remote import (
@@ -200,10 +200,15 @@ class ChromaBackend:
         access = self._access if self._snapshot is None else None  # a private copy: no lock
         try:
             if access is None:
+                self._check_index(self._snapshot)
                 client = chromadb.PersistentClient(path=str(self._snapshot), settings=settings)
             else:
                 with access.hold(exclusive=False):
+                    self._check_index(self.path)
                     client = chromadb.PersistentClient(path=str(self.path), settings=settings)
+        except StoreError:
+            self._drop_snapshot()
+            raise
         except Exception as exc:
             _forget_system(self._snapshot or self.path)
             self._drop_snapshot()
@@ -216,6 +221,14 @@ class ChromaBackend:
             raise StoreError(msg) from None
         self._client = client if access is None else Locked(client, access)
         return self._client
+
+    def _check_index(self, folder: Path | None) -> None:
+        """A damaged vector index file is an error here: Chroma's native code would crash the
+        process on it (`store.vector_index`)."""
+        assert folder is not None
+        problem = vector_index.damage(folder)
+        if problem is not None:
+            raise damaged_store(str(self.path), "vector index", problem)
 
     def open(self, *, create: bool) -> Any:
         """The collection, opened (its embedding checked) or, with `create`, made; else None.

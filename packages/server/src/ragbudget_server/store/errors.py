@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ragbudget.errors import RagbudgetError
 
-__all__ = ["BudgetTooSmall", "StoreError", "chroma_error", "is_damaged"]
+__all__ = ["BudgetTooSmall", "StoreError", "chroma_error", "damaged_store", "is_damaged"]
 
 _DAMAGED = (
     "file is not a database",
@@ -14,6 +14,14 @@ _DAMAGED = (
     "(code: 11)",
     "(code: 26)",
 )
+_INDEX_DAMAGED = (
+    "error loading hnsw index",
+    "error creating hnsw segment reader",
+    "error deserializing pickle file",
+    "failed to apply logs to the hnsw segment writer",
+)
+"""What Chroma says of vector index files it cannot read (those it would crash on are checked
+before it opens them: `store.vector_index`)."""
 
 
 class StoreError(RagbudgetError, ValueError):
@@ -42,9 +50,19 @@ class BudgetTooSmall(StoreError):
 
 
 def is_damaged(exc: BaseException) -> bool:
-    """True when `exc` says the store's SQLite file is corrupt (not merely locked or absent)."""
+    """True when `exc` says the store's SQLite file or its vector index is corrupt (not merely
+    locked or absent)."""
     text = str(exc).lower()
-    return any(marker in text for marker in _DAMAGED)
+    return any(marker in text for marker in (*_DAMAGED, *_INDEX_DAMAGED))
+
+
+def damaged_store(where: str, part: str, reason: str) -> StoreError:
+    """The error for an embedded store whose `part` ("database", "vector index") is damaged:
+    one line naming the store, the damage and how to rebuild it."""
+    return StoreError(
+        f"cannot open the store at {where}: its {part} is damaged ({reason}); rebuild it: move "
+        "that folder away (or delete it) and run `ragbudget ingest` on your files again"
+    )
 
 
 def chroma_error(where: str, exc: BaseException, *, embedded: bool) -> StoreError:
@@ -52,11 +70,6 @@ def chroma_error(where: str, exc: BaseException, *, embedded: bool) -> StoreErro
     store and, for a damaged embedded store, how to rebuild it."""
     reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     if embedded and is_damaged(exc):
-        msg = (
-            f"cannot open the store at {where}: its database is damaged ({reason}); rebuild "
-            "it: move that folder away (or delete it) and run `ragbudget ingest` on your files "
-            "again"
-        )
-    else:
-        msg = f"the Chroma store at {where} failed: {reason}"
-    return StoreError(msg)
+        index = any(marker in str(exc).lower() for marker in _INDEX_DAMAGED)
+        return damaged_store(where, "vector index" if index else "database", reason)
+    return StoreError(f"the Chroma store at {where} failed: {reason}")
