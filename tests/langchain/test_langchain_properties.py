@@ -37,7 +37,7 @@ documents = st.lists(
     strategy=st.sampled_from(["stop", "fill"]),
     oversize=st.sampled_from(["truncate", "drop"]),
     formatted=st.booleans(),
-    sep=st.sampled_from(["\n\n", "", "\n---\n", "🙂\n", "\u200d"]),
+    sep=st.sampled_from(["\n\n", "", "\n---\n", "🙂\n", "\u200d", "😀", "👨\u200d👩\u200d👧"]),
 )
 def test_returned_documents_fit_and_originals_stay_intact(
     cl100k: TokenCounter,

@@ -44,7 +44,10 @@ def _check(events: list[tuple[str, object, object]], caplog: pytest.LogCaptureFi
     assert sorted(info.dropped_ids) == ["a", "b"]
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1, warnings
-    assert "holds none of the 2 documents" in warnings[0] and "raise max_tokens" in warnings[0]
+    assert (
+        "holds none of the documents given (2 documents;" in warnings[0]
+        and "raise max_tokens" in warnings[0]
+    )
 
 
 @pytest.mark.parametrize("oversize", ["truncate", "drop"])
@@ -84,3 +87,11 @@ def test_a_zero_budget_asks_for_nothing_and_warns_of_nothing(
     with caplog.at_level(logging.WARNING):
         assert TokenBudgetCompressor(max_tokens=0).compress_documents(DOCS, "q") == []
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def test_the_warning_counts_one_document_in_the_singular(caplog: pytest.LogCaptureFixture) -> None:
+    compressor = TokenBudgetCompressor(max_tokens=1, counter=EXACT)
+    with caplog.at_level(logging.WARNING):
+        assert compressor.compress_documents([DOCS[0].model_copy()], "q") == []
+    [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert "(1 document;" in warning, warning

@@ -349,6 +349,9 @@ async def test_a_budget_too_small_for_any_node_is_an_empty_list_with_the_reason(
     assert len(budget_events.events) == 2
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 2, warnings
-    assert "holds none of the 2 nodes" in warnings[0] and "raise max_tokens" in warnings[0]
+    assert (
+        "holds none of the nodes given (2 nodes;" in warnings[0]
+        and "raise max_tokens" in warnings[0]
+    )
     assert TokenBudgetPostprocessor(max_tokens=0).postprocess_nodes(nodes) == []
     assert len([r for r in caplog.records if r.levelno == logging.WARNING]) == 2  # 0 is asked

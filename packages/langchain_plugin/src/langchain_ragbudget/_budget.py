@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from ragbudget import Chunk, TokenCounter, TruncationInfo, fit, get_counter, rank_chunks
 from ragbudget.evidence import dedupe, merge_adjacent
 from ragbudget.exact import default_spec
+from ragbudget.text import counted
 
 from langchain_ragbudget._evidence import (
     POSITIONS,
@@ -266,9 +267,9 @@ class BudgetOptions(BaseModel):
             # No document fits: an empty list, as LangChain's filters return when nothing
             # passes; the report says so (truncated, reason 'token_budget', every id dropped).
             logger.warning(
-                "max_tokens=%d holds none of the %d documents (oversize=%r): the result is "
+                "max_tokens=%d holds none of the documents given (%s; oversize=%r): the result is "
                 "empty; raise max_tokens (oversize='truncate' cuts a document to fit)",
-                self.max_tokens, given, self.oversize,
+                self.max_tokens, counted(given, "document"), self.oversize,
             )  # fmt: skip
         # A retriever's caller cannot ask for the next page: the report names no continuation,
         # so its notice says what was left out and nothing about an offset.

@@ -18,6 +18,7 @@ from llama_index.postprocessor.ragbudget.events import TokenBudgetEvent
 
 from ragbudget import CounterSpec, TokenCounter, TruncationInfo, get_counter
 from ragbudget.budget import Oversize, Strategy
+from ragbudget.text import counted
 
 __all__ = ["TokenBudgetPostprocessor"]
 
@@ -285,9 +286,9 @@ class TokenBudgetPostprocessor(BaseNodePostprocessor):
             # No node fits: an empty list, as LlamaIndex's postprocessors return when nothing
             # passes; the event's report says so (truncated, reason 'token_budget').
             logger.warning(
-                "max_tokens=%d holds none of the %d nodes (oversize=%r): the result is "
+                "max_tokens=%d holds none of the nodes given (%s; oversize=%r): the result is "
                 "empty; raise max_tokens (oversize='truncate' cuts a node to fit)",
-                self.max_tokens, len(nodes), self.oversize,
+                self.max_tokens, counted(len(nodes), "node"), self.oversize,
             )  # fmt: skip
         return result
 
