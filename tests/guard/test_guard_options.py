@@ -41,3 +41,12 @@ def test_both_commands_are_the_one_guard() -> None:
     (only,) = guard_app.registered_commands
     (registered,) = [c for c in ragbudget_app.registered_commands if c.name == "guard"]
     assert only.callback is registered.callback
+
+
+def test_the_guard_help_shows_no_type_beside_flags() -> None:
+    from ragbudget_guard.command import app as guard_app
+    from typer.testing import CliRunner
+
+    result = CliRunner().invoke(guard_app, ["--help"], env={"COLUMNS": "200", "NO_COLOR": "1"})
+    assert result.exit_code == 0, result.output
+    assert "<bool>" not in result.output and "--help" in result.output

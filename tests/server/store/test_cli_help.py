@@ -101,3 +101,14 @@ def test_ingest_help_names_the_documents_extra() -> None:
     text = " ".join(result.output.split())
     assert "pip install 'ragbudget-server[documents]'" in text
     assert "uv run --package ragbudget-server --extra documents ragbudget ingest" in text
+
+
+@pytest.mark.parametrize("command", [[], *([c] for c in COMMANDS)])
+def test_flags_show_no_type(command: list[str]) -> None:
+    # typer printed `<bool>` beside every flag (`--version <bool>`, as if it took a value):
+    # issue 50's papercut. Options that take a value keep their type.
+    result = CliRunner().invoke(app, [*command, "--help"], env=WIDE)
+    assert result.exit_code == 0, result.output
+    assert "<bool>" not in result.output
+    if command == ["search"]:
+        assert "<int>" in result.output  # --limit, --max-tokens

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from ragbudget.limits import DEFAULT_PROFILE, PROFILES
 
+from ragbudget_guard.help import PlainFlagsCommand
 from ragbudget_guard.logs import LOG_LEVELS, configure_logging
 
 if TYPE_CHECKING:
@@ -243,7 +244,7 @@ app = typer.Typer(
     context_settings=CONTEXT,
 )
 """The `ragbudget-guard` command: `guard` alone."""
-app.command(context_settings=CONTEXT)(guard)
+app.command(context_settings=CONTEXT, cls=PlainFlagsCommand)(guard)
 
 
 def main() -> None:

@@ -22,6 +22,7 @@ from typing import Annotated, Any
 
 try:
     import typer
+    from ragbudget_guard.help import PlainFlagsGroup
     from rich.console import Console
     from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -44,6 +45,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=PlainFlagsGroup,  # `--watch`, not `--watch <bool>`
 )
 
 
