@@ -165,3 +165,24 @@ for t in threads:
     t.join()
 print(counts[0], counts[1], flush=True)
 """
+
+
+@pytest.mark.process
+@pytest.mark.full
+@pytest.mark.timeout(900)
+def test_the_concurrent_ingest_crash_at_its_own_scale() -> None:
+    """Issue 52's crash at the scale it needs (three reader processes of two threads each,
+    searching while `ragbudget ingest` writes a copy of this repository's 350-odd files into
+    the same store): `tools/concurrent_ingest.py`, one run. With the access lock turned off,
+    every reader died with SIGSEGV in 2 runs of 2 here (the tool measured 3 of 6 runs losing
+    one before the lock); a reader that dies or hangs fails here. `make test-full` runs it."""
+    import importlib.util
+
+    root = Path(__file__).resolve().parents[3]
+    spec = importlib.util.spec_from_file_location(
+        "concurrent_ingest", root / "tools" / "concurrent_ingest.py"
+    )
+    assert spec is not None and spec.loader is not None
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    assert tool.one_run(root, readers=3, seconds=60.0) == [0, 0, 0]
