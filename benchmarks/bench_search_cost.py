@@ -42,6 +42,7 @@ Run: make bench (or uv run --all-packages python benchmarks/bench_search_cost.py
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import logging
@@ -50,8 +51,10 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _corpus import QUERIES, STDLIB, offline_tiktoken
@@ -162,13 +165,13 @@ def _fingerprint(response: Any) -> dict[str, Any]:
     }
 
 
-def _measure(
-    store: DocumentStore, counter: str | None, evidence: bool, limit: int, budget: int,
-    rounds: int, dump: dict[str, Any], queries: list[str],
-) -> tuple[float, float]:  # fmt: skip
-    """Median ms of the raw query and of the search, over queries (and rounds)."""
-    collection = store.collection
-    backend = store._backend
+def _timed(
+    store: DocumentStore, limit: int, budget: int, rounds: int, queries: list[str],
+    counter: str | None = None, evidence: bool = True, dump: dict[str, Any] | None = None,
+) -> tuple[list[float], list[float]]:  # fmt: skip
+    """Seconds of the raw query and of the search, each query timed both ways one after the
+    other (which goes first alternates), every search a first page; `dump` keeps what each
+    search returned."""
     raw_t: list[float] = []
     search_t: list[float] = []
     for r in range(rounds):
@@ -178,17 +181,35 @@ def _measure(
             for turn in (order, 1 - order):
                 t0 = time.perf_counter()
                 if turn == 0:
-                    vector = [float(x) for x in backend.embed([q], query=True)[0]]
-                    collection.query(query_embeddings=[vector], n_results=limit)
+                    vector = [float(x) for x in store._backend.embed([q], query=True)[0]]
+                    store.collection.query(query_embeddings=[vector], n_results=limit)
                     raw_t.append(time.perf_counter() - t0)
                 else:
                     response = store.search(
                         q, limit=limit, max_tokens=budget, counter=counter, evidence=evidence
                     )
                     search_t.append(time.perf_counter() - t0)
-                    key = f"{counter}|{evidence}|{limit}|{budget}|{q}"
-                    dump[key] = _fingerprint(response)
+                    if dump is not None:
+                        dump[f"{counter}|{evidence}|{limit}|{budget}|{q}"] = _fingerprint(response)
+    return raw_t, search_t
+
+
+def _measure(
+    store: DocumentStore, counter: str | None, evidence: bool, limit: int, budget: int,
+    rounds: int, dump: dict[str, Any], queries: list[str],
+) -> tuple[float, float]:  # fmt: skip
+    """Median ms of the raw query and of the search, over queries (and rounds)."""
+    raw_t, search_t = _timed(store, limit, budget, rounds, queries, counter, evidence, dump)
     return statistics.median(raw_t) * 1e3, statistics.median(search_t) * 1e3
+
+
+@contextlib.contextmanager
+def _patched(*replacements: tuple[Any, str, Any]) -> Iterator[None]:
+    """Each `(owner, name, value)` set for the block, the originals back after it."""
+    with contextlib.ExitStack() as stack:
+        for owner, name, value in replacements:
+            stack.enter_context(mock.patch.object(owner, name, value))
+        yield
 
 
 def _stages(store: DocumentStore, rounds: int, queries: list[str]) -> list[dict[str, Any]]:
@@ -203,7 +224,6 @@ def _stages(store: DocumentStore, rounds: int, queries: list[str]) -> list[dict[
         (selection, "_distinct", "dedupe"),
         (selection, "select", "select"),
     )
-    originals = [getattr(owner, name) for owner, name, _ in stages]
 
     def timed(f: Any, label: str) -> Any:
         def call(*args: Any, **kwargs: Any) -> Any:
@@ -215,32 +235,15 @@ def _stages(store: DocumentStore, rounds: int, queries: list[str]) -> list[dict[
 
         return call
 
-    for (owner, name, label), f in zip(stages, originals, strict=True):
-        setattr(owner, name, timed(f, label))
     labels = [label for _, _, label in stages]
     rows: list[dict[str, Any]] = []
     print(f"{'limit':>5} {'budget':>6} {'raw ms':>7} {'search':>7} "
           + " ".join(f"{x:>7}" for x in [*labels, "rest"]) + "  (x the raw query)")  # fmt: skip
-    try:
+    with _patched(*((o, n, timed(getattr(o, n), label)) for o, n, label in stages)):
         for budget in BUDGETS:
             for limit in LIMITS:
                 spent.clear()
-                raw_t: list[float] = []
-                search_t: list[float] = []
-                for r in range(rounds):
-                    for i, q in enumerate(queries):
-                        _forget_rankings(store)
-                        for turn in ((i + r) % 2, 1 - (i + r) % 2):
-                            t0 = time.perf_counter()
-                            if turn == 0:
-                                vector = [
-                                    float(x) for x in store._backend.embed([q], query=True)[0]
-                                ]
-                                store.collection.query(query_embeddings=[vector], n_results=limit)
-                                raw_t.append(time.perf_counter() - t0)
-                            else:
-                                store.search(q, limit=limit, max_tokens=budget)
-                                search_t.append(time.perf_counter() - t0)
+                raw_t, search_t = _timed(store, limit, budget, rounds, queries)
                 raw = statistics.median(raw_t)
                 n = len(search_t)
                 parts = [spent.get(label, 0.0) / n / raw for label in labels]
@@ -252,9 +255,6 @@ def _stages(store: DocumentStore, rounds: int, queries: list[str]) -> list[dict[
                 print(f"{limit:>5} {budget:>6} {raw * 1e3:>7.1f} "
                       f"{statistics.median(search_t) / raw:>6.2f}x "
                       + " ".join(f"{x:>6.2f}x" for x in [*parts, rest]), flush=True)  # fmt: skip
-    finally:
-        for (owner, name, _), f in zip(stages, originals, strict=True):
-            setattr(owner, name, f)
     return rows
 
 
@@ -281,19 +281,16 @@ def _work(store: DocumentStore, queries: list[str]) -> list[dict[str, Any]]:
         tally["selects"] += 1
         return select(*args, **kwargs)
 
-    patched = (
-        (bpe.BpeCounter, "count", counted),
-        (bpe.BpeCounter, "count_up_to", counted_up_to),
-        (selection, "select", selecting),
-    )
-    for owner, name, value in patched:
-        setattr(owner, name, value)
     passes = len(getattr(store.counter, "counters", (store.counter,)))  # exact: two encodings
     print(f"{'limit':>5} {'budget':>6} {'calls':>6} {'K chars':>8} {'K shown':>7} {'ratio':>6} "
           f"{'selects':>7}  (a search; ratio: characters counted per character shown, "
           f"per encoding ({passes}))")  # fmt: skip
     rows: list[dict[str, Any]] = []
-    try:
+    with _patched(
+        (bpe.BpeCounter, "count", counted),
+        (bpe.BpeCounter, "count_up_to", counted_up_to),
+        (selection, "select", selecting),
+    ):
         for budget in BUDGETS:
             for limit in LIMITS:
                 seen: dict[str, list[int]] = {k: [] for k in tally}
@@ -315,9 +312,6 @@ def _work(store: DocumentStore, queries: list[str]) -> list[dict[str, Any]]:
                 print(f"{limit:>5} {budget:>6} {calls:>6.0f} {chars / 1e3:>8.0f} "
                       f"{statistics.median(shown) / 1e3:>7.1f} {statistics.median(ratios):>5.1f}x "
                       f"{selects:>7.1f}", flush=True)  # fmt: skip
-    finally:
-        for (owner, name, _), value in zip(patched, (count, up_to, select), strict=True):
-            setattr(owner, name, value)
     return rows
 
 
