@@ -9,7 +9,7 @@ import os
 import re
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -190,22 +190,18 @@ class ChromaBackend:
             if not create:
                 return None
         elif not create and not live.is_writable(self.path):
-            assert self._access is not None
-            with self._access.hold(exclusive=False):  # no write while it is copied
+            with self._reading():  # no write while it is copied
                 self._snapshot = live.snapshot(self.path)
         elif create and not live.is_writable(self.path):
             raise live.read_only(self.path)
         if self._watch is not None:
             self._watch.seen()  # before opening: a write from now on shows as a change
+        folder = self._snapshot or self.path
         access = self._access if self._snapshot is None else None  # a private copy: no lock
         try:
-            if access is None:
-                self._check_index(self._snapshot)
-                client = chromadb.PersistentClient(path=str(self._snapshot), settings=settings)
-            else:
-                with access.hold(exclusive=False):
-                    self._check_index(self.path)
-                    client = chromadb.PersistentClient(path=str(self.path), settings=settings)
+            with self._reading():
+                self._check_index(folder)
+                client = chromadb.PersistentClient(path=str(folder), settings=settings)
         except StoreError:
             self._drop_snapshot()
             raise
@@ -222,10 +218,16 @@ class ChromaBackend:
         self._client = client if access is None else Locked(client, access)
         return self._client
 
-    def _check_index(self, folder: Path | None) -> None:
+    def _reading(self) -> AbstractContextManager[None]:
+        """The access lock, shared, while the store is read in place (a private copy of a
+        read-only store needs none: no other process writes it)."""
+        if self._access is None or self._snapshot is not None:
+            return nullcontext()
+        return self._access.hold(exclusive=False)
+
+    def _check_index(self, folder: Path) -> None:
         """A damaged vector index file is an error here: Chroma's native code would crash the
         process on it (`store.vector_index`)."""
-        assert folder is not None
         problem = vector_index.damage(folder)
         if problem is not None:
             raise damaged_store(str(self.path), "vector index", problem)
@@ -430,9 +432,7 @@ class ChromaBackend:
         if path is None:
             return None
         read = live.records_signature if records else live.signature
-        if self._access is None or self._snapshot is not None:
-            return read(path)
-        with self._access.hold(exclusive=False):
+        with self._reading():
             return read(path)
 
     def close(self) -> None:
