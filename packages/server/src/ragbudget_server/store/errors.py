@@ -49,11 +49,19 @@ class BudgetTooSmall(StoreError):
         return BudgetTooSmall(asked, self.what, self.needed + held_back)
 
 
+def _damaged_part(exc: BaseException) -> str | None:
+    """Which part of the store `exc` says is corrupt ("database": its SQLite file; "vector
+    index"), or None (not merely locked or absent: not damaged)."""
+    text = str(exc).lower()
+    if any(marker in text for marker in _INDEX_DAMAGED):
+        return "vector index"
+    return "database" if any(marker in text for marker in _DAMAGED) else None
+
+
 def is_damaged(exc: BaseException) -> bool:
     """True when `exc` says the store's SQLite file or its vector index is corrupt (not merely
     locked or absent)."""
-    text = str(exc).lower()
-    return any(marker in text for marker in (*_DAMAGED, *_INDEX_DAMAGED))
+    return _damaged_part(exc) is not None
 
 
 def damaged_store(where: str, part: str, reason: str) -> StoreError:
@@ -69,7 +77,7 @@ def chroma_error(where: str, exc: BaseException, *, embedded: bool) -> StoreErro
     """Chroma's own error from the store at `where`, as the project's: one line naming the
     store and, for a damaged embedded store, how to rebuild it."""
     reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    if embedded and is_damaged(exc):
-        index = any(marker in str(exc).lower() for marker in _INDEX_DAMAGED)
-        return damaged_store(where, "vector index" if index else "database", reason)
+    part = _damaged_part(exc) if embedded else None
+    if part is not None:
+        return damaged_store(where, part, reason)
     return StoreError(f"the Chroma store at {where} failed: {reason}")

@@ -72,9 +72,10 @@ def _segment(folder: Path, sizes: list[int]) -> str | None:
         return "header.bin does not hold a valid index header"
     # Room for `count` nodes at least, for the `most` the index was sized for at most.
     if data_size % per_element or not count * per_element <= data_size <= most * per_element:
-        return f"data_level0.bin is {data_size:,} bytes, too few for {count:,} nodes"
+        return (f"data_level0.bin is {data_size:,} bytes, not room for {count:,} to {most:,} "
+                f"nodes of {per_element:,}")  # fmt: skip
     if not count * 4 <= length_size <= most * 4:
-        return f"length.bin is {length_size:,} bytes, too few for {count:,} nodes"
+        return f"length.bin is {length_size:,} bytes, not room for {count:,} to {most:,} nodes"
     if count == 0:
         return None
     rows = np.memmap(
